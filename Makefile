@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: GPL-2.0
+# The project's driver: see README.md.  'make run' and 'make check' are the
+# two commands; the others are their steps.
+
+REPO      := $(abspath .)
+BUILD     := $(REPO)/build
+TREE      := $(BUILD)/linux
+KBUILD    := $(BUILD)/kbuild
+LLVM      ?= -16
+JOBS      ?= $(shell echo $$(( $$(nproc) + 1 )))
+KUNITCONFIG := $(REPO)/tests/mt_job.kunitconfig
+QEMU_CONFIG := $(REPO)/tests/qemu_configs/x86_64_numa.py
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+export KERNEL_SRC
+
+# 'make run' options.
+MEM     ?= 8
+CPUS    ?= 4
+NODES   ?= 2
+REPEAT  ?= 3
+ENGINES ?= rust,padata
+APPEND  ?=
+
+KMAKE = $(MAKE) -C $(TREE) O=$(KBUILD) LLVM=$(LLVM)
+
+.PHONY: all setup setup-if-needed base apply sync diff config kernel run check \
+	rustfmt clean distclean help
+
+all: help
+
+help:
+	@echo "make run     build, boot the 2-node guest with each engine, report"
+	@echo "make check   build, lint (clippy, rustfmt, checkpatch), KUnit, boot tests"
+	@echo "make setup   install the toolchain and packages (Debian 12, root)"
+	@echo "make apply   write the overlay into $(TREE)"
+	@echo "make sync    bring edits made in $(TREE) back into the overlay"
+	@echo "make kernel  apply, configure and build (incremental)"
+
+setup:
+	@bash scripts/setup.sh
+
+setup-if-needed:
+	@bash scripts/setup.sh --check >/dev/null 2>&1 || bash scripts/setup.sh
+
+base: setup-if-needed
+	@bash scripts/base.sh $(TREE)
+
+apply: base
+	@python3 scripts/overlay.py apply --tree $(TREE)
+
+sync:
+	@python3 scripts/overlay.py sync --tree $(TREE)
+
+diff:
+	@python3 scripts/overlay.py diff --tree $(TREE)
+
+# Configure through kunit.py so that 'make check' and 'make run' share one
+# build; reconfigure only when the kunitconfig changed.
+$(KBUILD)/.config: $(KUNITCONFIG) $(QEMU_CONFIG)
+	@$(MAKE) -s apply
+	cd $(TREE) && python3 tools/testing/kunit/kunit.py config \
+		--build_dir $(KBUILD) --kunitconfig $(KUNITCONFIG) \
+		--qemu_config $(QEMU_CONFIG) --make_options LLVM=$(LLVM)
+
+config: apply $(KBUILD)/.config
+
+kernel: config
+	@echo "kernel: building in $(KBUILD) (CLIPPY=1, log in build/build.log)"
+	@$(KMAKE) CLIPPY=1 -j$(JOBS) > $(BUILD)/build.log 2>&1 || \
+		{ tail -n 40 $(BUILD)/build.log; echo "kernel: build failed, see build/build.log"; exit 1; }
+	@echo "kernel: $(KBUILD)/arch/x86/boot/bzImage"
+
+run: kernel
+	python3 scripts/guest.py run --mem $(MEM) --cpus $(CPUS) --nodes $(NODES) \
+		--repeat $(REPEAT) --engines $(ENGINES) --append "$(APPEND)"
+
+check:
+	@bash scripts/check.sh
+
+rustfmt: apply
+	@python3 scripts/overlay.py files | grep '[.]rs$$' | sed 's|^|$(TREE)/|' | \
+		xargs rustfmt --edition 2021 --config-path $(TREE)/.rustfmt.toml
+	@$(MAKE) -s sync
+
+clean:
+	rm -rf $(KBUILD) $(BUILD)/logs $(BUILD)/*.log $(BUILD)/initramfs.cpio
+
+distclean:
+	rm -rf $(BUILD)

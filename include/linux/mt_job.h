@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Multithreaded jobs over index ranges: the successor of
+ * padata_do_multithreaded() that may be used after boot and returns errors.
+ *
+ * The engine is written in Rust (rust/kernel/mt_job.rs, enabled by
+ * CONFIG_MT_JOB_RUST); kernel/mt_job.c validates the job and selects it, the
+ * padata engine (during boot only, "mt_job.engine=padata") or a serial loop.
+ */
+#ifndef _LINUX_MT_JOB_H
+#define _LINUX_MT_JOB_H
+
+#include <linux/types.h>
+
+/**
+ * enum mt_job_affinity - where the helpers of a job run
+ * @MT_JOB_AFFINITY_NONE: helpers are queued with queue_work() on the unbound
+ *	workqueue, near the calling CPU.
+ * @MT_JOB_AFFINITY_INTERLEAVE: helpers are spread round-robin over the nodes
+ *	that have CPUs, as padata's numa_aware does.
+ * @MT_JOB_AFFINITY_NODE: all helpers run on @mt_job.node; the calling thread
+ *	takes chunks only when it runs on that node or no helper could be queued.
+ * @MT_JOB_AFFINITY_BY_INDEX: @mt_job.node_of tells which node each index
+ *	lives on; helpers are queued on those nodes and take their own node's
+ *	chunks first, then help with the others.
+ */
+enum mt_job_affinity {
+	MT_JOB_AFFINITY_NONE,
+	MT_JOB_AFFINITY_INTERLEAVE,
+	MT_JOB_AFFINITY_NODE,
+	MT_JOB_AFFINITY_BY_INDEX,
+};
+
+/**
+ * enum mt_job_engine - which engine ran a job
+ * @MT_JOB_ENGINE_SERIAL: the calling thread alone, in one call.
+ * @MT_JOB_ENGINE_RUST: the Rust engine (kernel::mt_job).
+ * @MT_JOB_ENGINE_PADATA: padata_do_multithreaded(), only while booting.
+ */
+enum mt_job_engine {
+	MT_JOB_ENGINE_SERIAL,
+	MT_JOB_ENGINE_RUST,
+	MT_JOB_ENGINE_PADATA,
+};
+
+/**
+ * struct mt_job - a multithreaded job over the half-open range
+ *	[@start, @start + @size)
+ * @thread_fn: called for each chunk [start, end) with @fn_arg; returns 0 or a
+ *	negative errno.  The first error stops new chunks from being handed out
+ *	and is returned by mt_job_run().  Runs in process context and may sleep.
+ * @fn_arg: argument of @thread_fn and @node_of.
+ * @start: first index of the job (units are the caller's: pfns, pages, ...).
+ * @size: number of indices; @start + @size must not overflow.
+ * @align: a power of two; every chunk boundary is a multiple of it, except
+ *	@start and @start + @size themselves.
+ * @min_chunk: no chunk is smaller than this except at the ends of the job;
+ *	0 means no minimum.
+ * @max_threads: upper bound on the threads working at once, the calling
+ *	thread included (>= 1).  "mt_job.max_threads=" caps it further.
+ * @affinity: where the helpers run, see &enum mt_job_affinity.
+ * @node: the node for %MT_JOB_AFFINITY_NODE.
+ * @node_of: for %MT_JOB_AFFINITY_BY_INDEX, the node of an index.
+ * @name: a short name for reports and warnings.
+ * @engine: out: the engine that ran the job.
+ * @nr_threads: out: the threads that worked on the job, the caller included.
+ */
+struct mt_job {
+	int (*thread_fn)(unsigned long start, unsigned long end, void *arg);
+	void *fn_arg;
+	unsigned long start;
+	unsigned long size;
+	unsigned long align;
+	unsigned long min_chunk;
+	int max_threads;
+	enum mt_job_affinity affinity;
+	int node;
+	int (*node_of)(unsigned long index, void *arg);
+	const char *name;
+	enum mt_job_engine engine;
+	int nr_threads;
+};
+
+int mt_job_run(struct mt_job *job);
+const char *mt_job_engine_name(enum mt_job_engine engine);
+
+#ifdef CONFIG_MT_JOB_RUST
+/* The Rust engine, kernel/mt_job_rust.rs; call mt_job_run() instead. */
+int mt_job_rust_run(struct mt_job *job);
+#endif
+
+#endif /* _LINUX_MT_JOB_H */

@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mt_job_run(): the C entry point of multithreaded jobs.
+ *
+ * It checks the job, then hands it to one of three engines:
+ *  - "rust": kernel::mt_job (kernel/mt_job_rust.rs), with CONFIG_MT_JOB_RUST;
+ *  - "padata": padata_do_multithreaded(), which is __init, so it is used only
+ *    while the kernel is still booting (system_state < SYSTEM_FREEING_INITMEM)
+ *    and only when selected with "mt_job.engine=padata", for comparisons;
+ *  - "serial": the caller alone, one call over the whole range; also what any
+ *    other request falls back to when its engine is not available.
+ */
+
+#include <linux/bug.h>
+#include <linux/errno.h>
+#include <linux/export.h>
+#include <linux/kernel.h>
+#include <linux/log2.h>
+#include <linux/moduleparam.h>
+#include <linux/mt_job.h>
+#include <linux/nodemask.h>
+#include <linux/overflow.h>
+#include <linux/padata.h>
+#include <linux/string.h>
+
+static const char * const mt_job_engine_names[] = {
+	[MT_JOB_ENGINE_SERIAL]	= "serial",
+	[MT_JOB_ENGINE_RUST]	= "rust",
+	[MT_JOB_ENGINE_PADATA]	= "padata",
+};
+
+static enum mt_job_engine mt_job_engine = MT_JOB_ENGINE_RUST;
+static int mt_job_max_threads;
+
+const char *mt_job_engine_name(enum mt_job_engine engine)
+{
+	if (engine >= ARRAY_SIZE(mt_job_engine_names))
+		return "?";
+	return mt_job_engine_names[engine];
+}
+EXPORT_SYMBOL_GPL(mt_job_engine_name);
+
+static int mt_job_engine_set(const char *val, const struct kernel_param *kp)
+{
+	int i = sysfs_match_string(mt_job_engine_names, val);
+
+	if (i < 0)
+		return -EINVAL;
+	mt_job_engine = i;
+	return 0;
+}
+
+static int mt_job_engine_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%s\n", mt_job_engine_name(mt_job_engine));
+}
+
+static const struct kernel_param_ops mt_job_engine_ops = {
+	.set = mt_job_engine_set,
+	.get = mt_job_engine_get,
+};
+module_param_cb(engine, &mt_job_engine_ops, NULL, 0644);
+MODULE_PARM_DESC(engine, "Engine of mt_job_run(): rust (default), padata (boot only) or serial");
+module_param_named(max_threads, mt_job_max_threads, int, 0644);
+MODULE_PARM_DESC(max_threads, "Cap on the threads of every job, caller included (0: no cap)");
+
+static int mt_job_check(const struct mt_job *job)
+{
+	unsigned long end;
+
+	if (!job->thread_fn || job->max_threads < 1)
+		return -EINVAL;
+	if (!job->align || !is_power_of_2(job->align))
+		return -EINVAL;
+	if (check_add_overflow(job->start, job->size, &end))
+		return -EINVAL;
+	switch (job->affinity) {
+	case MT_JOB_AFFINITY_NONE:
+	case MT_JOB_AFFINITY_INTERLEAVE:
+		return 0;
+	case MT_JOB_AFFINITY_NODE:
+		if (job->node < 0 || job->node >= MAX_NUMNODES ||
+		    !node_possible(job->node))
+			return -EINVAL;
+		return 0;
+	case MT_JOB_AFFINITY_BY_INDEX:
+		return job->node_of ? 0 : -EINVAL;
+	}
+	return -EINVAL;
+}
+
+static int mt_job_run_serial(struct mt_job *job)
+{
+	job->engine = MT_JOB_ENGINE_SERIAL;
+	job->nr_threads = 1;
+	return job->thread_fn(job->start, job->start + job->size, job->fn_arg);
+}
+
+#ifdef CONFIG_PADATA
+struct mt_job_padata {
+	struct mt_job *job;
+	atomic_t error;
+};
+
+static void __init mt_job_padata_chunk(unsigned long start, unsigned long end,
+				       void *arg)
+{
+	struct mt_job_padata *p = arg;
+	int ret;
+
+	/* padata cannot stop handing out chunks: skip them after an error. */
+	if (atomic_read(&p->error))
+		return;
+	ret = p->job->thread_fn(start, end, p->job->fn_arg);
+	if (ret)
+		atomic_cmpxchg(&p->error, 0, ret);
+}
+
+static int __init mt_job_run_padata(struct mt_job *job)
+{
+	struct mt_job_padata p = { .job = job, .error = ATOMIC_INIT(0) };
+	struct padata_mt_job pjob = {
+		.thread_fn	= mt_job_padata_chunk,
+		.fn_arg		= &p,
+		.start		= job->start,
+		.size		= job->size,
+		.align		= job->align,
+		.min_chunk	= job->min_chunk,
+		.max_threads	= job->max_threads,
+		.numa_aware	= job->affinity != MT_JOB_AFFINITY_NONE,
+	};
+	unsigned long works;
+
+	/* padata does not say how many helpers it got: report what it asks. */
+	works = max(job->size / max(job->min_chunk, job->align), 1UL);
+	job->engine = MT_JOB_ENGINE_PADATA;
+	job->nr_threads = min_t(unsigned long, works, job->max_threads);
+	padata_do_multithreaded(&pjob);
+	return atomic_read(&p.error);
+}
+
+/* padata's multithreaded code is __init: only reach it while booting. */
+static int __ref mt_job_try_padata(struct mt_job *job, bool *ran)
+{
+	*ran = system_state < SYSTEM_FREEING_INITMEM;
+	return *ran ? mt_job_run_padata(job) : 0;
+}
+#else
+static int mt_job_try_padata(struct mt_job *job, bool *ran)
+{
+	*ran = false;
+	return 0;
+}
+#endif
+
+/**
+ * mt_job_run() - run a multithreaded job and wait for it
+ * @job: the job; see &struct mt_job.  @job->engine and @job->nr_threads are
+ *	set on return when the job was valid.
+ *
+ * Splits [@job->start, @job->start + @job->size) into chunks and calls
+ * @job->thread_fn on each, from the calling thread and from helpers on the
+ * unbound workqueue.  Returns only after every chunk that started has ended.
+ * Must be called from a context that may sleep.
+ *
+ * Return: 0 when every chunk succeeded, the first error a chunk returned, or
+ * -EINVAL with nothing run when @job->thread_fn is NULL, @job->align is not a
+ * power of two, @job->max_threads < 1, @job->start + @job->size overflows,
+ * @job->affinity is unknown, @job->node is not a possible node for
+ * %MT_JOB_AFFINITY_NODE, or @job->node_of is NULL for
+ * %MT_JOB_AFFINITY_BY_INDEX.
+ */
+int mt_job_run(struct mt_job *job)
+{
+	int cap = READ_ONCE(mt_job_max_threads);
+	int saved = job->max_threads;
+	bool ran = false;
+	int ret;
+
+	might_sleep();
+	ret = mt_job_check(job);
+	if (ret)
+		return ret;
+	job->nr_threads = 0;
+	job->engine = READ_ONCE(mt_job_engine);
+	if (!job->size)
+		return 0;
+	if (cap > 0)
+		job->max_threads = min(job->max_threads, cap);
+
+	if (job->engine == MT_JOB_ENGINE_PADATA) {
+		ret = mt_job_try_padata(job, &ran);
+		if (!ran)
+			job->engine = MT_JOB_ENGINE_RUST;
+	}
+	if (!ran && job->engine == MT_JOB_ENGINE_RUST &&
+	    IS_ENABLED(CONFIG_MT_JOB_RUST)) {
+		ret = mt_job_rust_run(job);
+		ran = true;
+	}
+	if (!ran)
+		ret = mt_job_run_serial(job);
+	job->max_threads = saved;
+	return ret;
+}
+EXPORT_SYMBOL_GPL(mt_job_run);

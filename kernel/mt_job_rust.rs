@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The Rust engine behind `mt_job_run()`: turns a checked C `struct mt_job` into a
+//! [`kernel::mt_job::Job`] over `usize` indices and runs it.
+//!
+//! C header: [`include/linux/mt_job.h`](srctree/include/linux/mt_job.h)
+
+use core::ffi::{c_int, c_ulong, c_void};
+use kernel::{
+    bindings,
+    error::{to_result, Result},
+    mt_job::{Affinity, Align, Job},
+    numa::NodeId,
+};
+
+/// The C job's callbacks and their argument, shared by every thread of the job.
+struct Callbacks {
+    thread_fn: unsafe extern "C" fn(c_ulong, c_ulong, *mut c_void) -> c_int,
+    node_of: Option<unsafe extern "C" fn(c_ulong, *mut c_void) -> c_int>,
+    arg: *mut c_void,
+}
+
+// SAFETY: the C API documents that `thread_fn` and `node_of` are called concurrently from
+// several threads with the same `fn_arg`; synchronising what `fn_arg` points to is the caller's
+// job, as it is with padata.
+unsafe impl Sync for Callbacks {}
+
+impl Callbacks {
+    fn chunk(&self, start: usize, end: usize) -> Result {
+        // SAFETY: `thread_fn` is a valid function by the contract of `mt_job_rust_run`.
+        to_result(unsafe { (self.thread_fn)(start as c_ulong, end as c_ulong, self.arg) })
+    }
+
+    fn node(&self, index: usize) -> Option<NodeId> {
+        // SAFETY: `node_of` is a valid function by the contract of `mt_job_rust_run`.
+        let node = unsafe { (self.node_of?)(index as c_ulong, self.arg) };
+        NodeId::new(node).ok()
+    }
+}
+
+fn run(job: &mut bindings::mt_job) -> Result {
+    let cb = Callbacks {
+        thread_fn: job.thread_fn.ok_or(kernel::error::code::EINVAL)?,
+        node_of: job.node_of,
+        arg: job.fn_arg,
+    };
+    let start = job.start as usize;
+    let end = start.checked_add(job.size as usize).ok_or(kernel::error::code::EINVAL)?;
+    let node_of = |index: usize| cb.node(index);
+    let affinity = match job.affinity {
+        bindings::mt_job_affinity_MT_JOB_AFFINITY_INTERLEAVE => Affinity::Interleave,
+        bindings::mt_job_affinity_MT_JOB_AFFINITY_NODE => Affinity::Node(NodeId::new(job.node)?),
+        bindings::mt_job_affinity_MT_JOB_AFFINITY_BY_INDEX => Affinity::ByIndex(&node_of),
+        _ => Affinity::None,
+    };
+    let report = Job::new(start..end)?
+        .align(Align::new(job.align as u64)?)
+        .min_chunk(job.min_chunk as u64)
+        .max_threads(usize::try_from(job.max_threads).unwrap_or(0))?
+        .affinity(affinity)
+        .run(|chunk| cb.chunk(chunk.start, chunk.end))?;
+    job.nr_threads = report.threads() as c_int;
+    Ok(())
+}
+
+/// Runs `job` on the Rust engine; see `mt_job_run()` for the rules.
+///
+/// Returns 0, the first error a chunk returned, or `-EINVAL` for a job `mt_job_run()` would
+/// have refused.
+///
+/// # Safety
+///
+/// `job` must point to a valid `struct mt_job` that nobody else accesses during the call, whose
+/// `thread_fn` (and `node_of`, if set) may be called concurrently with `fn_arg` until this
+/// function returns.
+#[no_mangle]
+pub unsafe extern "C" fn mt_job_rust_run(job: *mut bindings::mt_job) -> c_int {
+    // SAFETY: by the safety requirements `job` is valid and exclusively ours for the call.
+    let job = unsafe { &mut *job };
+    job.engine = bindings::mt_job_engine_MT_JOB_ENGINE_RUST;
+    match run(job) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}

@@ -1,0 +1,448 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit tests of mt_job_run(), through its C API.
+ *
+ * Chunk functions record what they saw; the assertions run in the test
+ * thread after mt_job_run() returns, since helpers are not KUnit tasks.
+ */
+
+#include <kunit/test.h>
+#include <linux/atomic.h>
+#include <linux/completion.h>
+#include <linux/delay.h>
+#include <linux/kthread.h>
+#include <linux/limits.h>
+#include <linux/mt_job.h>
+#include <linux/nodemask.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/topology.h>
+
+#define MAX_CHUNKS	1024
+
+struct chunk_rec {
+	unsigned long start;
+	unsigned long end;
+	int node;
+};
+
+struct rec {
+	unsigned long base;		/* index of counts[0] */
+	unsigned long nr;		/* entries of counts */
+	atomic_t *counts;		/* calls per index */
+	spinlock_t lock;
+	unsigned int nr_chunks;
+	struct chunk_rec chunks[MAX_CHUNKS];
+	atomic_t active;		/* threads inside thread_fn */
+	atomic_t max_active;
+	atomic_t calls;
+	unsigned int delay_us;		/* sleep per chunk, to overlap threads */
+	unsigned long fail_at;		/* the chunk containing it fails */
+	int fail_errno;
+	atomic_t failed;		/* set by the failing chunk */
+	atomic_t late;			/* chunks started after that */
+};
+
+static struct rec *rec_alloc(struct kunit *test, unsigned long base,
+			     unsigned long nr)
+{
+	struct rec *r = kunit_kzalloc(test, sizeof(*r), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, r);
+	r->counts = kunit_kcalloc(test, nr ?: 1, sizeof(*r->counts), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, r->counts);
+	r->base = base;
+	r->nr = nr;
+	spin_lock_init(&r->lock);
+	r->fail_at = ULONG_MAX;
+	return r;
+}
+
+static int rec_fn(unsigned long start, unsigned long end, void *arg)
+{
+	struct rec *r = arg;
+	unsigned long i;
+	int active, seen;
+
+	atomic_inc(&r->calls);
+	if (atomic_read(&r->failed))
+		atomic_inc(&r->late);
+	active = atomic_inc_return(&r->active);
+	seen = atomic_read(&r->max_active);
+	while (active > seen && !atomic_try_cmpxchg(&r->max_active, &seen, active))
+		;
+
+	spin_lock(&r->lock);
+	if (r->nr_chunks < MAX_CHUNKS) {
+		r->chunks[r->nr_chunks].start = start;
+		r->chunks[r->nr_chunks].end = end;
+		r->chunks[r->nr_chunks].node = numa_node_id();
+	}
+	r->nr_chunks++;
+	spin_unlock(&r->lock);
+
+	for (i = start; i < end && i - r->base < r->nr; i++)
+		atomic_inc(&r->counts[i - r->base]);
+	if (r->delay_us)
+		usleep_range(r->delay_us, r->delay_us + 100);
+	atomic_dec(&r->active);
+
+	if (r->fail_at >= start && r->fail_at < end) {
+		atomic_set(&r->failed, 1);
+		return r->fail_errno;
+	}
+	return 0;
+}
+
+static struct mt_job job_of(struct rec *r, unsigned long start,
+			    unsigned long size)
+{
+	return (struct mt_job) {
+		.thread_fn	= rec_fn,
+		.fn_arg		= r,
+		.start		= start,
+		.size		= size,
+		.align		= 1,
+		.max_threads	= 1,
+		.name		= "mt_job_test",
+	};
+}
+
+static void expect_each_once(struct kunit *test, struct rec *r)
+{
+	unsigned long i, bad = 0;
+
+	for (i = 0; i < r->nr; i++)
+		if (atomic_read(&r->counts[i]) != 1)
+			bad++;
+	KUNIT_EXPECT_EQ_MSG(test, bad, 0UL, "indices not run exactly once");
+}
+
+/* Every inner boundary aligned; inner chunks at least min_chunk. */
+static void expect_shape(struct kunit *test, struct rec *r,
+			 const struct mt_job *job)
+{
+	unsigned long end = job->start + job->size;
+	unsigned int i;
+
+	KUNIT_ASSERT_LE(test, r->nr_chunks, (unsigned int)MAX_CHUNKS);
+	for (i = 0; i < r->nr_chunks; i++) {
+		struct chunk_rec *c = &r->chunks[i];
+
+		KUNIT_EXPECT_LT(test, c->start, c->end);
+		if (c->start != job->start)
+			KUNIT_EXPECT_EQ(test, c->start % job->align, 0UL);
+		if (c->end != end)
+			KUNIT_EXPECT_EQ(test, c->end % job->align, 0UL);
+		if (c->start != job->start && c->end != end)
+			KUNIT_EXPECT_GE(test, c->end - c->start, job->min_chunk);
+	}
+}
+
+static void mt_job_test_cover(struct kunit *test)
+{
+	static const unsigned long aligns[] = { 1, 8, 512 };
+	static const unsigned long min_chunks[] = { 0, 1, 100, 4096 };
+	static const int threads[] = { 1, 2, 4, 8 };
+	unsigned int a, m, t, aff;
+
+	for (a = 0; a < ARRAY_SIZE(aligns); a++)
+	for (m = 0; m < ARRAY_SIZE(min_chunks); m++)
+	for (t = 0; t < ARRAY_SIZE(threads); t++)
+	for (aff = MT_JOB_AFFINITY_NONE; aff <= MT_JOB_AFFINITY_NODE; aff++) {
+		struct rec *r = rec_alloc(test, 1000003, 20011);
+		struct mt_job job = job_of(r, r->base, r->nr);
+
+		job.align = aligns[a];
+		job.min_chunk = min_chunks[m];
+		job.max_threads = threads[t];
+		job.affinity = aff;
+		job.node = first_online_node;
+		KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+		expect_each_once(test, r);
+		expect_shape(test, r, &job);
+		KUNIT_EXPECT_GE(test, job.nr_threads, 1);
+		KUNIT_EXPECT_LE(test, job.nr_threads, threads[t]);
+		if (IS_ENABLED(CONFIG_MT_JOB_RUST))
+			KUNIT_EXPECT_EQ(test, job.engine, MT_JOB_ENGINE_RUST);
+		kunit_kfree(test, r->counts);
+		kunit_kfree(test, r);
+	}
+}
+
+static void mt_job_test_max_threads(struct kunit *test)
+{
+	int t;
+
+	for (t = 1; t <= 6; t++) {
+		struct rec *r = rec_alloc(test, 0, 4096);
+		struct mt_job job = job_of(r, 0, r->nr);
+
+		r->delay_us = 2000;
+		job.max_threads = t;
+		KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+		expect_each_once(test, r);
+		KUNIT_EXPECT_LE(test, atomic_read(&r->max_active), t);
+		KUNIT_EXPECT_LE(test, job.nr_threads, t);
+		/* The engine is parallel: with room for it, threads overlap. */
+		if (IS_ENABLED(CONFIG_MT_JOB_RUST) && t > 1 &&
+		    num_online_cpus() > 1)
+			KUNIT_EXPECT_GE(test, atomic_read(&r->max_active), 2);
+	}
+}
+
+static int first_node_with_cpus(void)
+{
+	return first_node(node_states[N_CPU]);
+}
+
+/* All chunks of a node-affine job run on that node. */
+static void mt_job_test_affinity_node(struct kunit *test)
+{
+	int node;
+
+	for_each_node_state(node, N_CPU) {
+		struct rec *r = rec_alloc(test, 0, 1 << 14);
+		struct mt_job job = job_of(r, 0, r->nr);
+		unsigned int i;
+
+		r->delay_us = 200;
+		job.max_threads = 4;
+		job.affinity = MT_JOB_AFFINITY_NODE;
+		job.node = node;
+		KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+		expect_each_once(test, r);
+		for (i = 0; i < min(r->nr_chunks, MAX_CHUNKS); i++)
+			KUNIT_EXPECT_EQ_MSG(test, r->chunks[i].node, node,
+					    "chunk [%lu, %lu) off its node",
+					    r->chunks[i].start, r->chunks[i].end);
+	}
+}
+
+/* Interleaved helpers reach every node with CPUs. */
+static void mt_job_test_affinity_interleave(struct kunit *test)
+{
+	struct rec *r = rec_alloc(test, 0, 1 << 14);
+	struct mt_job job = job_of(r, 0, r->nr);
+	nodemask_t seen = NODE_MASK_NONE;
+	unsigned int i;
+
+	if (num_node_state(N_CPU) < 2)
+		kunit_skip(test, "needs 2 nodes with CPUs");
+	r->delay_us = 2000;
+	job.max_threads = 2 * num_node_state(N_CPU);
+	job.affinity = MT_JOB_AFFINITY_INTERLEAVE;
+	KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+	expect_each_once(test, r);
+	for (i = 0; i < min(r->nr_chunks, MAX_CHUNKS); i++)
+		node_set(r->chunks[i].node, seen);
+	KUNIT_EXPECT_TRUE(test, nodes_equal(seen, node_states[N_CPU]));
+}
+
+struct by_index {
+	struct rec *r;
+	unsigned long half;
+	int lo, hi;
+};
+
+static int by_index_fn(unsigned long start, unsigned long end, void *arg)
+{
+	struct by_index *b = arg;
+
+	return rec_fn(start, end, b->r);
+}
+
+static int by_index_node(unsigned long index, void *arg)
+{
+	struct by_index *b = arg;
+
+	return index < b->half ? b->lo : b->hi;
+}
+
+/* Helpers queued on node N take node N's chunks first. */
+static void mt_job_test_affinity_by_index(struct kunit *test)
+{
+	struct by_index b = { .half = 1 << 13 };
+	unsigned int i, local[2] = { 0, 0 }, total[2] = { 0, 0 };
+	struct mt_job job;
+
+	if (num_node_state(N_CPU) < 2)
+		kunit_skip(test, "needs 2 nodes with CPUs");
+	b.lo = first_node_with_cpus();
+	b.hi = next_node_in(b.lo, node_states[N_CPU]);
+	b.r = rec_alloc(test, 0, 1 << 14);
+	b.r->delay_us = 2000;
+	job = job_of(b.r, 0, b.r->nr);
+	job.thread_fn = by_index_fn;
+	job.fn_arg = &b;
+	job.max_threads = 4;
+	job.affinity = MT_JOB_AFFINITY_BY_INDEX;
+	job.node_of = by_index_node;
+	KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+	expect_each_once(test, b.r);
+	for (i = 0; i < min(b.r->nr_chunks, MAX_CHUNKS); i++) {
+		struct chunk_rec *c = &b.r->chunks[i];
+		int want = c->start < b.half ? 0 : 1;
+
+		total[want]++;
+		local[want] += c->node == (want ? b.hi : b.lo);
+	}
+	/* Most of each node's chunks ran on that node. */
+	KUNIT_EXPECT_GT(test, 2 * local[0], total[0]);
+	KUNIT_EXPECT_GT(test, 2 * local[1], total[1]);
+}
+
+static void mt_job_test_error(struct kunit *test)
+{
+	int t;
+
+	for (t = 1; t <= 4; t++) {
+		struct rec *r = rec_alloc(test, 0, 10000);
+		struct mt_job job = job_of(r, 0, r->nr);
+
+		r->fail_at = 1234;
+		r->fail_errno = -ENOSPC;
+		r->delay_us = 1000;
+		job.max_threads = t;
+		KUNIT_EXPECT_EQ(test, mt_job_run(&job), -ENOSPC);
+		/* The job stopped: the chunks after the failing one did not all run. */
+		KUNIT_EXPECT_LT(test, atomic_read(&r->counts[r->nr - 1]), 1);
+		if (t == 1) {
+			/* One thread takes chunks in order: the failing one was last. */
+			struct chunk_rec *last = &r->chunks[r->nr_chunks - 1];
+
+			KUNIT_EXPECT_LE(test, last->start, 1234UL);
+			KUNIT_EXPECT_GT(test, last->end, 1234UL);
+			KUNIT_EXPECT_EQ(test, atomic_read(&r->late), 0);
+		}
+	}
+}
+
+static void mt_job_test_einval(struct kunit *test)
+{
+	struct rec *r = rec_alloc(test, 0, 100);
+	struct mt_job job;
+	int i;
+
+	for (i = 0; i < 8; i++) {
+		job = job_of(r, 0, r->nr);
+		switch (i) {
+		case 0: job.thread_fn = NULL; break;
+		case 1: job.align = 0; break;
+		case 2: job.align = 3; break;
+		case 3: job.max_threads = 0; break;
+		case 4: job.start = ULONG_MAX - 5; job.size = 10; break;
+		case 5: job.affinity = MT_JOB_AFFINITY_BY_INDEX; break;
+		case 6: job.affinity = MT_JOB_AFFINITY_NODE; job.node = -1; break;
+		case 7: job.affinity = 42; break;
+		}
+		KUNIT_EXPECT_EQ_MSG(test, mt_job_run(&job), -EINVAL, "case %d", i);
+	}
+	KUNIT_EXPECT_EQ(test, atomic_read(&r->calls), 0);
+}
+
+static void mt_job_test_small(struct kunit *test)
+{
+	struct rec *r = rec_alloc(test, 7, 1);
+	struct mt_job job = job_of(r, 7, 0);
+
+	job.max_threads = 4;
+	KUNIT_EXPECT_EQ(test, mt_job_run(&job), 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&r->calls), 0);
+
+	job.size = 1;
+	job.align = 64;
+	job.min_chunk = 1000;
+	KUNIT_EXPECT_EQ(test, mt_job_run(&job), 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&r->calls), 1);
+	KUNIT_EXPECT_EQ(test, r->chunks[0].start, 7UL);
+	KUNIT_EXPECT_EQ(test, r->chunks[0].end, 8UL);
+	KUNIT_EXPECT_EQ(test, job.nr_threads, 1);
+}
+
+/* Ranges that end at ULONG_MAX, where rounding a boundary up overflows. */
+static void mt_job_test_ulong_max(struct kunit *test)
+{
+	static const unsigned long sizes[] = { 1, 1000, 65536 };
+	unsigned int s;
+
+	for (s = 0; s < ARRAY_SIZE(sizes); s++) {
+		struct rec *r = rec_alloc(test, ULONG_MAX - sizes[s], sizes[s]);
+		struct mt_job job = job_of(r, r->base, r->nr);
+
+		job.align = 64;
+		job.min_chunk = 100;
+		job.max_threads = 4;
+		KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+		expect_each_once(test, r);
+		expect_shape(test, r, &job);
+	}
+}
+
+struct concurrent {
+	struct kunit *test;
+	struct rec *r;
+	struct mt_job job;
+	int ret;
+	struct completion done;
+};
+
+static int concurrent_fn(void *arg)
+{
+	struct concurrent *c = arg;
+
+	c->ret = mt_job_run(&c->job);
+	complete(&c->done);
+	return 0;
+}
+
+/* Several jobs at once, from different kthreads. */
+static void mt_job_test_concurrent(struct kunit *test)
+{
+	struct concurrent c[4];
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(c); i++) {
+		struct task_struct *t;
+
+		c[i].r = rec_alloc(test, i * 100000UL, 30000 + i);
+		c[i].r->delay_us = 50;
+		c[i].job = job_of(c[i].r, c[i].r->base, c[i].r->nr);
+		c[i].job.max_threads = 3;
+		c[i].job.align = 16;
+		c[i].job.affinity = i % 3;
+		c[i].job.node = first_node_with_cpus();
+		c[i].ret = -EINPROGRESS;
+		init_completion(&c[i].done);
+		t = kthread_run(concurrent_fn, &c[i], "mt_job_test/%d", i);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+	}
+	for (i = 0; i < ARRAY_SIZE(c); i++) {
+		wait_for_completion(&c[i].done);
+		KUNIT_EXPECT_EQ(test, c[i].ret, 0);
+		expect_each_once(test, c[i].r);
+	}
+}
+
+static struct kunit_case mt_job_test_cases[] = {
+	KUNIT_CASE(mt_job_test_cover),
+	KUNIT_CASE(mt_job_test_max_threads),
+	KUNIT_CASE(mt_job_test_affinity_node),
+	KUNIT_CASE(mt_job_test_affinity_interleave),
+	KUNIT_CASE(mt_job_test_affinity_by_index),
+	KUNIT_CASE(mt_job_test_error),
+	KUNIT_CASE(mt_job_test_einval),
+	KUNIT_CASE(mt_job_test_small),
+	KUNIT_CASE(mt_job_test_ulong_max),
+	KUNIT_CASE(mt_job_test_concurrent),
+	{}
+};
+
+static struct kunit_suite mt_job_test_suite = {
+	.name = "mt_job",
+	.test_cases = mt_job_test_cases,
+};
+kunit_test_suite(mt_job_test_suite);
+
+MODULE_DESCRIPTION("KUnit tests for mt_job_run()");
+MODULE_LICENSE("GPL");

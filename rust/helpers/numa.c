@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#include <linux/nodemask.h>
+#include <linux/topology.h>
+
+int rust_helper_numa_node_id(void)
+{
+	return numa_node_id();
+}
+
+bool rust_helper_node_state(int node, enum node_states state)
+{
+	return node_state(node, state);
+}
+
+unsigned int rust_helper___next_node_in(int node, const nodemask_t *srcp)
+{
+	return __next_node_in(node, srcp);
+}

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# 'make check': build, lint and test the series; prints the time of each stage
+# and ends with one line "check: N passed, N failed".
+set -uo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+: "${TREE:=$repo/build/linux}" "${KBUILD:=$repo/build/kbuild}" "${LLVM:=-16}"
+export PATH="$HOME/.cargo/bin:$PATH"
+logs=$repo/build/logs
+mkdir -p "$logs"
+passed=0
+failed=0
+summary=()
+
+stage() {	# stage NAME COMMAND...: run, time, count
+	local name=$1 t0 rc
+	shift
+	t0=$(date +%s)
+	echo "=== $name"
+	"$@"
+	rc=$?
+	local dt=$(($(date +%s) - t0))
+	if [ $rc = 0 ]; then
+		summary+=("$(printf '%-12s %5ss  ok' "$name" "$dt")")
+	else
+		summary+=("$(printf '%-12s %5ss  FAILED (%s)' "$name" "$dt" "$rc")")
+	fi
+	return $rc
+}
+
+count() {	# count RC: one more pass or fail
+	if [ "$1" = 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+}
+
+finish() {
+	echo
+	echo "Stages:"
+	printf '  %s\n' "${summary[@]}"
+	echo "check: $passed passed, $failed failed"
+	[ $failed = 0 ]
+	exit $?
+}
+
+stage setup make -s -C "$repo" setup-if-needed || { count 1; finish; }
+stage kernel make -s -C "$repo" kernel; rc=$?
+count $rc
+[ $rc = 0 ] || { tail -n 40 "$repo/build/build.log"; finish; }
+
+# Warnings (rustc, clippy, clang) from the files the series adds or changes.
+ours=$(cd "$repo" && python3 scripts/overlay.py files)
+clippy_warnings() {
+	local pat
+	pat=$(printf '%s\n' $ours | sed 's/[.]/\\./g; s/$/:/' | paste -sd'|')
+	# Rust diagnostics name the file on a "--> path:line" line.
+	if grep -E -e "--> ($pat)" -e "^($pat)[0-9]+:[0-9]+: warning" "$repo/build/build.log"; then
+		echo "warnings from our files above (build/build.log)"
+		return 1
+	fi
+	echo "no warnings from our files in the CLIPPY=1 build"
+}
+stage clippy clippy_warnings; count $?
+
+rustfmt_ours() {
+	local rs
+	rs=$(printf '%s\n' $ours | grep '[.]rs$' | sed "s|^|$TREE/|")
+	rustfmt --check --edition 2021 --config-path "$TREE/.rustfmt.toml" $rs &&
+		echo "rustfmt: $(echo "$rs" | wc -l) files formatted"
+}
+stage rustfmt rustfmt_ours; count $?
+
+checkpatch() {
+	(cd "$repo" && python3 scripts/overlay.py diff --tree "$TREE") > "$logs/series.diff" &&
+	(cd "$TREE" && perl scripts/checkpatch.pl --strict --no-signoff \
+		--ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG -q "$logs/series.diff") &&
+	echo "checkpatch --strict: clean"
+}
+stage checkpatch checkpatch; count $?
+
+kunit() {
+	(cd "$TREE" && python3 tools/testing/kunit/kunit.py exec \
+		--build_dir "$KBUILD" --kunitconfig "$repo/tests/mt_job.kunitconfig" \
+		--qemu_config "$repo/tests/qemu_configs/x86_64_numa.py" \
+		--timeout 600) 2>&1 | tee "$logs/kunit.log" | grep -E \
+		'^\[..:..:..\] (# Subtest|Testing complete|.*(FAILED|CRASHED|\[PASSED\] mt_job|\[PASSED\] rust_doctests))|not ok'
+	local rc=${PIPESTATUS[0]}
+	grep -q 'Testing complete' "$logs/kunit.log" || rc=1
+	return $rc
+}
+stage kunit kunit; rc=$?
+count $rc
+
+stage boottest python3 "$repo/scripts/guest.py" boottest --engines rust,padata; count $?
+finish

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Apply the repository's kernel overlay to a base tree, or bring edits back.
+
+The repository mirrors kernel paths.  A file ``X`` under one of the overlay
+roots is a new file at ``X`` in the tree; a file ``X.patch`` is a unified diff
+against the upstream file ``X``.  The base tree is a git repository whose
+``base`` branch holds the unmodified upstream source (``make base``), so
+``git -C TREE diff base`` always shows exactly our change.
+
+Commands:
+  apply  write the overlay into TREE; files whose content is unchanged keep
+         their mtime so that kbuild rebuilds incrementally, and files that
+         left the overlay are restored to their base content.
+  sync   copy edits made in TREE back: new files are copied, modified upstream
+         files are re-diffed into ``X.patch``.
+  diff   print the whole change as one diff against base (for checkpatch).
+  files  list the tree paths the overlay adds or changes.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOTS = ("arch", "Documentation", "drivers", "fs", "include", "init", "kernel",
+         "lib", "mm", "rust", "samples")
+# The list of files the last 'apply' wrote, kept out of the work tree.
+MANIFEST = os.path.join(".git", "mtjob-overlay")
+
+
+def die(msg):
+    sys.stderr.write(f"overlay: {msg}\n")
+    sys.exit(1)
+
+
+def git(tree, *args, check=True, text=True):
+    res = subprocess.run(["git", "-C", tree, *args], capture_output=True,
+                         text=text)
+    if check and res.returncode:
+        die(f"git {' '.join(args)}: {res.stderr.strip()}")
+    return res.stdout
+
+
+def overlay_files(repo):
+    """Yield (tree path, repo path, is_patch) for every overlay file."""
+    for root in ROOTS:
+        top = os.path.join(repo, root)
+        if not os.path.isdir(top):
+            continue
+        for dirpath, _, names in os.walk(top):
+            for name in sorted(names):
+                src = os.path.join(dirpath, name)
+                rel = os.path.relpath(src, repo)
+                if rel.endswith(".patch"):
+                    yield rel[:-len(".patch")], src, True
+                else:
+                    yield rel, src, False
+
+
+def base_content(tree, rel):
+    res = subprocess.run(["git", "-C", tree, "show", f"base:{rel}"],
+                         capture_output=True)
+    return res.stdout if res.returncode == 0 else None
+
+
+def patched(tree, rel, patch):
+    """Return the content of upstream REL with PATCH applied."""
+    orig = base_content(tree, rel)
+    if orig is None:
+        die(f"{patch}: upstream file {rel} does not exist in the base tree")
+    with tempfile.TemporaryDirectory() as tmp:
+        dst = os.path.join(tmp, rel)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        with open(dst, "wb") as f:
+            f.write(orig)
+        res = subprocess.run(["git", "apply", "--whitespace=nowarn", patch],
+                             cwd=tmp, capture_output=True, text=True)
+        if res.returncode:
+            die(f"{patch} does not apply to {rel}:\n{res.stderr}")
+        with open(dst, "rb") as f:
+            return f.read()
+
+
+def write_if_changed(path, data, mode=None):
+    try:
+        with open(path, "rb") as f:
+            if f.read() == data:
+                return False
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+    if mode is not None:
+        os.chmod(path, mode)
+    return True
+
+
+def cmd_apply(repo, tree):
+    if git(tree, "rev-parse", "--verify", "-q", "base", check=False) == "":
+        die(f"{tree} has no 'base' branch; run 'make base' first")
+    wanted = {}
+    for rel, src, is_patch in overlay_files(repo):
+        if rel in wanted:
+            die(f"{rel} is both a new file and a patch in the overlay")
+        if is_patch:
+            wanted[rel] = (patched(tree, rel, src), None)
+        else:
+            if base_content(tree, rel) is not None:
+                die(f"{src} replaces upstream {rel} whole; make it {rel}.patch")
+            with open(src, "rb") as f:
+                wanted[rel] = (f.read(), os.stat(src).st_mode & 0o777)
+    changed = 0
+    for rel, (data, mode) in sorted(wanted.items()):
+        changed += write_if_changed(os.path.join(tree, rel), data, mode)
+    # Restore what left the overlay since the last apply.
+    man = os.path.join(tree, MANIFEST)
+    old = set()
+    if os.path.exists(man):
+        with open(man) as f:
+            old = {line.strip() for line in f if line.strip()}
+    for rel in sorted(old - set(wanted)):
+        orig = base_content(tree, rel)
+        path = os.path.join(tree, rel)
+        if orig is None:
+            if os.path.exists(path):
+                os.unlink(path)
+        else:
+            write_if_changed(path, orig)
+        changed += 1
+    with open(man, "w") as f:
+        f.write("".join(f"{rel}\n" for rel in sorted(wanted)))
+    print(f"overlay: {len(wanted)} files in the overlay, {changed} written "
+          f"to {tree}")
+
+
+def changed_paths(tree):
+    """Paths in TREE that differ from base: (modified upstream, new files)."""
+    mod = git(tree, "diff", "--name-only", "base", "--").split()
+    # Debian's top-level .gitignore ignores everything, so list untracked
+    # files without the standard excludes, limited to the overlay roots (the
+    # build directory is elsewhere: O=).
+    new = git(tree, "ls-files", "--others", "--", *ROOTS).split()
+    return mod, new
+
+
+def cmd_sync(repo, tree):
+    mod, new = changed_paths(tree)
+    n = 0
+    for rel in mod:
+        if not rel.startswith(tuple(r + "/" for r in ROOTS)):
+            die(f"{rel} is outside the overlay roots {ROOTS}")
+        diff = git(tree, "diff", "base", "--", rel)
+        if base_content(tree, rel) is None:
+            continue
+        n += write_if_changed(os.path.join(repo, rel + ".patch"),
+                              diff.encode())
+    for rel in new:
+        if not rel.startswith(tuple(r + "/" for r in ROOTS)):
+            die(f"{rel} is outside the overlay roots {ROOTS}")
+        with open(os.path.join(tree, rel), "rb") as f:
+            n += write_if_changed(os.path.join(repo, rel), f.read())
+    # A patch whose file is back to base is dropped.
+    for rel, src, is_patch in overlay_files(repo):
+        if is_patch and rel not in mod:
+            os.unlink(src)
+            n += 1
+    print(f"overlay: {n} overlay files updated from {tree}")
+
+
+def cmd_diff(repo, tree):
+    mod, new = changed_paths(tree)
+    git(tree, "add", "-N", "--", *new) if new else None
+    sys.stdout.write(git(tree, "diff", "base", "--", *mod, *new))
+    if new:
+        git(tree, "reset", "-q", "--", *new)
+
+
+def cmd_files(repo, tree):
+    for rel, _, _ in sorted(overlay_files(repo)):
+        print(rel)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("command", choices=("apply", "sync", "diff", "files"))
+    ap.add_argument("--repo", default=os.path.dirname(
+        os.path.dirname(os.path.abspath(__file__))))
+    ap.add_argument("--tree", default=os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        "build", "linux"))
+    args = ap.parse_args()
+    {"apply": cmd_apply, "sync": cmd_sync, "diff": cmd_diff,
+     "files": cmd_files}[args.command](
+        os.path.abspath(args.repo), os.path.abspath(args.tree))
+
+
+if __name__ == "__main__":
+    main()
