@@ -5,10 +5,10 @@
 //!
 //! C header: [`include/linux/mt_job.h`](srctree/include/linux/mt_job.h)
 
-use core::ffi::{c_int, c_ulong, c_void};
 use kernel::{
     bindings,
-    error::{to_result, Result},
+    error::{code::EINVAL, to_result, Result},
+    ffi::{c_int, c_ulong, c_void},
     mt_job::{Affinity, Align, Job},
     numa::NodeId,
 };
@@ -26,34 +26,33 @@ struct Callbacks {
 unsafe impl Sync for Callbacks {}
 
 impl Callbacks {
-    fn chunk(&self, start: usize, end: usize) -> Result {
+    fn chunk(&self, start: c_ulong, end: c_ulong) -> Result {
         // SAFETY: `thread_fn` is a valid function by the contract of `mt_job_rust_run`.
-        to_result(unsafe { (self.thread_fn)(start as c_ulong, end as c_ulong, self.arg) })
+        to_result(unsafe { (self.thread_fn)(start, end, self.arg) })
     }
 
-    fn node(&self, index: usize) -> Option<NodeId> {
+    fn node(&self, index: c_ulong) -> Option<NodeId> {
         // SAFETY: `node_of` is a valid function by the contract of `mt_job_rust_run`.
-        let node = unsafe { (self.node_of?)(index as c_ulong, self.arg) };
+        let node = unsafe { (self.node_of?)(index, self.arg) };
         NodeId::new(node).ok()
     }
 }
 
 fn run(job: &mut bindings::mt_job) -> Result {
     let cb = Callbacks {
-        thread_fn: job.thread_fn.ok_or(kernel::error::code::EINVAL)?,
+        thread_fn: job.thread_fn.ok_or(EINVAL)?,
         node_of: job.node_of,
         arg: job.fn_arg,
     };
-    let start = job.start as usize;
-    let end = start.checked_add(job.size as usize).ok_or(kernel::error::code::EINVAL)?;
-    let node_of = |index: usize| cb.node(index);
+    let end = job.start.checked_add(job.size).ok_or(EINVAL)?;
+    let node_of = |index: c_ulong| cb.node(index);
     let affinity = match job.affinity {
         bindings::mt_job_affinity_MT_JOB_AFFINITY_INTERLEAVE => Affinity::Interleave,
         bindings::mt_job_affinity_MT_JOB_AFFINITY_NODE => Affinity::Node(NodeId::new(job.node)?),
         bindings::mt_job_affinity_MT_JOB_AFFINITY_BY_INDEX => Affinity::ByIndex(&node_of),
         _ => Affinity::None,
     };
-    let report = Job::new(start..end)?
+    let report = Job::new(job.start..end)?
         .align(Align::new(job.align as u64)?)
         .min_chunk(job.min_chunk as u64)
         .max_threads(usize::try_from(job.max_threads).unwrap_or(0))?

@@ -19,6 +19,7 @@ Commands:
 """
 
 import argparse
+import hashlib
 import os
 import subprocess
 import sys
@@ -57,6 +58,24 @@ def overlay_files(repo):
                     yield rel[:-len(".patch")], src, True
                 else:
                     yield rel, src, False
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha1(f.read()).hexdigest()
+
+
+def read_manifest(tree):
+    """Map tree path -> digest of the overlay file it was applied from."""
+    man = os.path.join(tree, MANIFEST)
+    out = {}
+    if os.path.exists(man):
+        with open(man) as f:
+            for line in f:
+                rel, _, sha = line.strip().partition(" ")
+                if rel:
+                    out[rel] = sha
+    return out
 
 
 def base_content(tree, rel):
@@ -101,7 +120,9 @@ def cmd_apply(repo, tree):
     if git(tree, "rev-parse", "--verify", "-q", "base", check=False) == "":
         die(f"{tree} has no 'base' branch; run 'make base' first")
     wanted = {}
+    sources = {}
     for rel, src, is_patch in overlay_files(repo):
+        sources[rel] = digest(src)
         if rel in wanted:
             die(f"{rel} is both a new file and a patch in the overlay")
         if is_patch:
@@ -115,11 +136,7 @@ def cmd_apply(repo, tree):
     for rel, (data, mode) in sorted(wanted.items()):
         changed += write_if_changed(os.path.join(tree, rel), data, mode)
     # Restore what left the overlay since the last apply.
-    man = os.path.join(tree, MANIFEST)
-    old = set()
-    if os.path.exists(man):
-        with open(man) as f:
-            old = {line.strip() for line in f if line.strip()}
+    old = set(read_manifest(tree))
     for rel in sorted(old - set(wanted)):
         orig = base_content(tree, rel)
         path = os.path.join(tree, rel)
@@ -129,8 +146,8 @@ def cmd_apply(repo, tree):
         else:
             write_if_changed(path, orig)
         changed += 1
-    with open(man, "w") as f:
-        f.write("".join(f"{rel}\n" for rel in sorted(wanted)))
+    with open(os.path.join(tree, MANIFEST), "w") as f:
+        f.write("".join(f"{rel} {sources[rel]}\n" for rel in sorted(wanted)))
     print(f"overlay: {len(wanted)} files in the overlay, {changed} written "
           f"to {tree}")
 
@@ -145,6 +162,17 @@ def changed_paths(tree):
     return mod, new
 
 
+def edited_in_repo(repo, tree, rel, src):
+    """True if SRC changed in the repository since the last apply."""
+    applied = read_manifest(tree).get(rel)
+    if applied and os.path.exists(src) and digest(src) != applied:
+        sys.stderr.write(f"overlay: {os.path.relpath(src, repo)} was edited "
+                         "in the repository since the last apply; not "
+                         "overwritten (run 'make apply' first)\n")
+        return True
+    return False
+
+
 def cmd_sync(repo, tree):
     mod, new = changed_paths(tree)
     n = 0
@@ -152,18 +180,22 @@ def cmd_sync(repo, tree):
         if not rel.startswith(tuple(r + "/" for r in ROOTS)):
             die(f"{rel} is outside the overlay roots {ROOTS}")
         diff = git(tree, "diff", "base", "--", rel)
-        if base_content(tree, rel) is None:
+        src = os.path.join(repo, rel + ".patch")
+        if edited_in_repo(repo, tree, rel, src):
             continue
-        n += write_if_changed(os.path.join(repo, rel + ".patch"),
-                              diff.encode())
+        n += write_if_changed(src, diff.encode())
     for rel in new:
         if not rel.startswith(tuple(r + "/" for r in ROOTS)):
             die(f"{rel} is outside the overlay roots {ROOTS}")
+        src = os.path.join(repo, rel)
+        if edited_in_repo(repo, tree, rel, src):
+            continue
         with open(os.path.join(tree, rel), "rb") as f:
-            n += write_if_changed(os.path.join(repo, rel), f.read())
+            n += write_if_changed(src, f.read())
     # A patch whose file is back to base is dropped.
     for rel, src, is_patch in overlay_files(repo):
-        if is_patch and rel not in mod:
+        if is_patch and rel not in mod and not edited_in_repo(repo, tree,
+                                                              rel, src):
             os.unlink(src)
             n += 1
     print(f"overlay: {n} overlay files updated from {tree}")

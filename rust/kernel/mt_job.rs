@@ -256,7 +256,7 @@ impl<'a, I: Index> Job<'a, I> {
     /// ```
     /// use kernel::mt_job::Job;
     ///
-    /// assert!(Job::new(10usize..5).is_err());
+    /// assert!(Job::new(core::ops::Range { start: 10usize, end: 5 }).is_err());
     /// // An empty range is valid; the chunk function is never called.
     /// let report = Job::new(5usize..5)?.run(|_| Err(EIO))?;
     /// assert_eq!(report.chunks(), 0);
