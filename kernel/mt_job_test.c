@@ -36,7 +36,8 @@ struct rec {
 	atomic_t active;		/* threads inside thread_fn */
 	atomic_t max_active;
 	atomic_t calls;
-	unsigned int delay_us;		/* sleep per chunk, to overlap threads */
+	unsigned int delay_us;		/* per chunk, to overlap threads */
+	bool busy;			/* spin for delay_us instead of sleeping */
 	unsigned long fail_at;		/* the chunk containing it fails */
 	int fail_errno;
 	atomic_t failed;		/* set by the failing chunk */
@@ -83,7 +84,9 @@ static int rec_fn(unsigned long start, unsigned long end, void *arg)
 
 	for (i = start; i < end && i - r->base < r->nr; i++)
 		atomic_inc(&r->counts[i - r->base]);
-	if (r->delay_us)
+	if (r->delay_us && r->busy)
+		udelay(r->delay_us);
+	else if (r->delay_us)
 		usleep_range(r->delay_us, r->delay_us + 100);
 	atomic_dec(&r->active);
 
@@ -139,6 +142,30 @@ static void expect_shape(struct kunit *test, struct rec *r,
 	}
 }
 
+static void cover_one(struct kunit *test, unsigned long align,
+		      unsigned long min_chunk, int threads,
+		      enum mt_job_affinity aff)
+{
+	struct rec *r = rec_alloc(test, 1000003, 20011);
+	struct mt_job job = job_of(r, r->base, r->nr);
+
+	job.align = align;
+	job.min_chunk = min_chunk;
+	job.max_threads = threads;
+	job.affinity = aff;
+	job.node = first_online_node;
+	KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+	expect_each_once(test, r);
+	expect_shape(test, r, &job);
+	KUNIT_EXPECT_GE(test, job.nr_threads, 1);
+	KUNIT_EXPECT_LE(test, job.nr_threads, threads);
+	if (IS_ENABLED(CONFIG_MT_JOB_RUST))
+		KUNIT_EXPECT_EQ(test, job.engine, MT_JOB_ENGINE_RUST);
+	kunit_kfree(test, r->counts);
+	kunit_kfree(test, r);
+}
+
+/* Every index exactly once, aligned boundaries, min_chunk, for all shapes. */
 static void mt_job_test_cover(struct kunit *test)
 {
 	static const unsigned long aligns[] = { 1, 8, 512 };
@@ -146,27 +173,15 @@ static void mt_job_test_cover(struct kunit *test)
 	static const int threads[] = { 1, 2, 4, 8 };
 	unsigned int a, m, t, aff;
 
-	for (a = 0; a < ARRAY_SIZE(aligns); a++)
-	for (m = 0; m < ARRAY_SIZE(min_chunks); m++)
-	for (t = 0; t < ARRAY_SIZE(threads); t++)
-	for (aff = MT_JOB_AFFINITY_NONE; aff <= MT_JOB_AFFINITY_NODE; aff++) {
-		struct rec *r = rec_alloc(test, 1000003, 20011);
-		struct mt_job job = job_of(r, r->base, r->nr);
-
-		job.align = aligns[a];
-		job.min_chunk = min_chunks[m];
-		job.max_threads = threads[t];
-		job.affinity = aff;
-		job.node = first_online_node;
-		KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
-		expect_each_once(test, r);
-		expect_shape(test, r, &job);
-		KUNIT_EXPECT_GE(test, job.nr_threads, 1);
-		KUNIT_EXPECT_LE(test, job.nr_threads, threads[t]);
-		if (IS_ENABLED(CONFIG_MT_JOB_RUST))
-			KUNIT_EXPECT_EQ(test, job.engine, MT_JOB_ENGINE_RUST);
-		kunit_kfree(test, r->counts);
-		kunit_kfree(test, r);
+	for (a = 0; a < ARRAY_SIZE(aligns); a++) {
+		for (m = 0; m < ARRAY_SIZE(min_chunks); m++) {
+			for (t = 0; t < ARRAY_SIZE(threads); t++) {
+				for (aff = MT_JOB_AFFINITY_NONE;
+				     aff <= MT_JOB_AFFINITY_NODE; aff++)
+					cover_one(test, aligns[a], min_chunks[m],
+						  threads[t], aff);
+			}
+		}
 	}
 }
 
@@ -196,7 +211,11 @@ static int first_node_with_cpus(void)
 	return first_node(node_states[N_CPU]);
 }
 
-/* All chunks of a node-affine job run on that node. */
+/*
+ * All chunks of a node-affine job run on that node.  The chunks spin rather
+ * than sleep: a woken worker of the (non-strict) unbound pool may be placed
+ * on any CPU, which is the scheduler's choice, not the engine's.
+ */
 static void mt_job_test_affinity_node(struct kunit *test)
 {
 	int node;
@@ -207,11 +226,14 @@ static void mt_job_test_affinity_node(struct kunit *test)
 		unsigned int i;
 
 		r->delay_us = 200;
+		r->busy = true;
 		job.max_threads = 4;
 		job.affinity = MT_JOB_AFFINITY_NODE;
 		job.node = node;
 		KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
 		expect_each_once(test, r);
+		/* No more threads than the node has CPUs. */
+		KUNIT_EXPECT_LE(test, job.nr_threads, nr_cpus_node(node));
 		for (i = 0; i < min(r->nr_chunks, MAX_CHUNKS); i++)
 			KUNIT_EXPECT_EQ_MSG(test, r->chunks[i].node, node,
 					    "chunk [%lu, %lu) off its node",
@@ -321,23 +343,25 @@ static void mt_job_test_error(struct kunit *test)
 static void mt_job_test_einval(struct kunit *test)
 {
 	struct rec *r = rec_alloc(test, 0, 100);
-	struct mt_job job;
-	int i;
+	struct mt_job bad[9];
+	unsigned int i;
 
-	for (i = 0; i < 8; i++) {
-		job = job_of(r, 0, r->nr);
-		switch (i) {
-		case 0: job.thread_fn = NULL; break;
-		case 1: job.align = 0; break;
-		case 2: job.align = 3; break;
-		case 3: job.max_threads = 0; break;
-		case 4: job.start = ULONG_MAX - 5; job.size = 10; break;
-		case 5: job.affinity = MT_JOB_AFFINITY_BY_INDEX; break;
-		case 6: job.affinity = MT_JOB_AFFINITY_NODE; job.node = -1; break;
-		case 7: job.affinity = 42; break;
-		}
-		KUNIT_EXPECT_EQ_MSG(test, mt_job_run(&job), -EINVAL, "case %d", i);
-	}
+	for (i = 0; i < ARRAY_SIZE(bad); i++)
+		bad[i] = job_of(r, 0, r->nr);
+	bad[0].thread_fn = NULL;
+	bad[1].align = 0;
+	bad[2].align = 3;
+	bad[3].max_threads = 0;
+	bad[4].start = ULONG_MAX - 5;
+	bad[4].size = 10;
+	bad[5].affinity = MT_JOB_AFFINITY_BY_INDEX;
+	bad[6].affinity = MT_JOB_AFFINITY_NODE;
+	bad[6].node = NUMA_NO_NODE;
+	bad[7].affinity = 42;
+	bad[8].max_threads = -3;
+	for (i = 0; i < ARRAY_SIZE(bad); i++)
+		KUNIT_EXPECT_EQ_MSG(test, mt_job_run(&bad[i]), -EINVAL,
+				    "bad job %u", i);
 	KUNIT_EXPECT_EQ(test, atomic_read(&r->calls), 0);
 }
 
@@ -442,6 +466,7 @@ static struct kunit_suite mt_job_test_suite = {
 	.name = "mt_job",
 	.test_cases = mt_job_test_cases,
 };
+
 kunit_test_suite(mt_job_test_suite);
 
 MODULE_DESCRIPTION("KUnit tests for mt_job_run()");

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # 'make check': build, lint and test the series; prints the time of each stage
-# and ends with one line "check: N passed, N failed".
+# and ends with one line "check: N passed, N failed", which counts the stages
+# plus every KUnit case and boot-test check inside them.
 set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,9 +52,13 @@ count $rc
 ours=$(cd "$repo" && python3 scripts/overlay.py files)
 clippy_warnings() {
 	local pat
-	pat=$(printf '%s\n' $ours | sed 's/[.]/\\./g; s/$/:/' | paste -sd'|')
-	# Rust diagnostics name the file on a "--> path:line" line.
-	if grep -E -e "--> ($pat)" -e "^($pat)[0-9]+:[0-9]+: warning" "$repo/build/build.log"; then
+	# Our doctests are compiled from rust/doctests_kernel_generated.rs.
+	pat=$(printf '%s\n' $ours rust/doctests_kernel_generated.rs |
+		sed 's/[.]/\\./g; s/$/:/' | paste -sd'|')
+	# Rust diagnostics name the file on a "--> path:line" line, C ones
+	# start with "path:line:col: warning".
+	if grep -E -e "--> (.*/)?($pat)" -e "^(.*/)?($pat)[0-9]+:[0-9]+: warning" \
+		"$repo/build/build.log"; then
 		echo "warnings from our files above (build/build.log)"
 		return 1
 	fi
@@ -70,9 +75,15 @@ rustfmt_ours() {
 stage rustfmt rustfmt_ours; count $?
 
 checkpatch() {
-	(cd "$repo" && python3 scripts/overlay.py diff --tree "$TREE") > "$logs/series.diff" &&
-	(cd "$TREE" && perl scripts/checkpatch.pl --strict --no-signoff \
-		--ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG -q "$logs/series.diff") &&
+	{
+		printf 'Subject: [PATCH] mt_job: multithreaded jobs in Rust\n\n'
+		printf 'The whole series as one patch, as checkpatch input.\n---\n'
+		cd "$repo" && python3 scripts/overlay.py diff --tree "$TREE"
+	} > "$logs/series.diff" &&
+	# /usr/bin first: checkpatch runs spdxcheck.py with python3, which
+	# needs Debian's python3-ply and python3-git.
+	(cd "$TREE" && PATH=/usr/bin:$PATH perl scripts/checkpatch.pl --strict \
+		--no-signoff -q "$logs/series.diff") &&
 	echo "checkpatch --strict: clean"
 }
 stage checkpatch checkpatch; count $?
@@ -89,6 +100,23 @@ kunit() {
 }
 stage kunit kunit; rc=$?
 count $rc
+# Count the KUnit test cases too: "Ran N tests: passed: P, failed: F".
+kline=$(grep -o 'Ran [0-9]* tests:.*' "$logs/kunit.log" | tail -n1)
+kp=$(echo "$kline" | grep -o 'passed: [0-9]*' | grep -o '[0-9]*')
+kf=$(echo "$kline" | grep -o 'failed: [0-9]*' | grep -o '[0-9]*')
+kc=$(echo "$kline" | grep -o 'crashed: [0-9]*' | grep -o '[0-9]*')
+passed=$((passed + ${kp:-0}))
+failed=$((failed + ${kf:-0} + ${kc:-0}))
 
-stage boottest python3 "$repo/scripts/guest.py" boottest --engines rust,padata; count $?
+boottest() {
+	python3 "$repo/scripts/guest.py" boottest --engines rust,padata |
+		tee "$logs/boottest.txt"
+	return "${PIPESTATUS[0]}"
+}
+stage boottest boottest; count $?
+bline=$(grep -o 'boottest: [0-9]* passed, [0-9]* failed' "$logs/boottest.txt")
+bp=$(echo "$bline" | awk '{print $2}')
+bf=$(echo "$bline" | awk '{print $4}')
+passed=$((passed + ${bp:-0}))
+failed=$((failed + ${bf:-0}))
 finish

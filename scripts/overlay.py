@@ -27,6 +27,8 @@ import tempfile
 
 ROOTS = ("arch", "Documentation", "drivers", "fs", "include", "init", "kernel",
          "lib", "mm", "rust", "samples")
+# Top-level files the overlay may patch.
+TOP_FILES = ("MAINTAINERS",)
 # The list of files the last 'apply' wrote, kept out of the work tree.
 MANIFEST = os.path.join(".git", "mtjob-overlay")
 
@@ -46,6 +48,9 @@ def git(tree, *args, check=True, text=True):
 
 def overlay_files(repo):
     """Yield (tree path, repo path, is_patch) for every overlay file."""
+    for name in TOP_FILES:
+        if os.path.exists(os.path.join(repo, name + ".patch")):
+            yield name, os.path.join(repo, name + ".patch"), True
     for root in ROOTS:
         top = os.path.join(repo, root)
         if not os.path.isdir(top):
@@ -152,6 +157,10 @@ def cmd_apply(repo, tree):
           f"to {tree}")
 
 
+def in_overlay(rel):
+    return rel in TOP_FILES or rel.startswith(tuple(r + "/" for r in ROOTS))
+
+
 def changed_paths(tree):
     """Paths in TREE that differ from base: (modified upstream, new files)."""
     mod = git(tree, "diff", "--name-only", "base", "--").split()
@@ -159,6 +168,7 @@ def changed_paths(tree):
     # files without the standard excludes, limited to the overlay roots (the
     # build directory is elsewhere: O=).
     new = git(tree, "ls-files", "--others", "--", *ROOTS).split()
+    new = [p for p in new if not p.endswith((".orig", ".rej", "~"))]
     return mod, new
 
 
@@ -177,7 +187,7 @@ def cmd_sync(repo, tree):
     mod, new = changed_paths(tree)
     n = 0
     for rel in mod:
-        if not rel.startswith(tuple(r + "/" for r in ROOTS)):
+        if not in_overlay(rel):
             die(f"{rel} is outside the overlay roots {ROOTS}")
         diff = git(tree, "diff", "base", "--", rel)
         src = os.path.join(repo, rel + ".patch")
@@ -185,7 +195,7 @@ def cmd_sync(repo, tree):
             continue
         n += write_if_changed(src, diff.encode())
     for rel in new:
-        if not rel.startswith(tuple(r + "/" for r in ROOTS)):
+        if not in_overlay(rel):
             die(f"{rel} is outside the overlay roots {ROOTS}")
         src = os.path.join(repo, rel)
         if edited_in_repo(repo, tree, rel, src):
@@ -203,8 +213,10 @@ def cmd_sync(repo, tree):
 
 def cmd_diff(repo, tree):
     mod, new = changed_paths(tree)
-    git(tree, "add", "-N", "--", *new) if new else None
-    sys.stdout.write(git(tree, "diff", "base", "--", *mod, *new))
+    git(tree, "add", "-f", "-N", "--", *new) if new else None
+    # With a diffstat, as in a posted patch (checkpatch reads MAINTAINERS there).
+    sys.stdout.write(git(tree, "diff", "--stat", "-p", "base", "--", *mod,
+                         *new))
     if new:
         git(tree, "reset", "-q", "--", *new)
 

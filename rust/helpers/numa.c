@@ -17,3 +17,8 @@ unsigned int rust_helper___next_node_in(int node, const nodemask_t *srcp)
 {
 	return __next_node_in(node, srcp);
 }
+
+unsigned int rust_helper_nr_cpus_node(int node)
+{
+	return nr_cpus_node(node);
+}

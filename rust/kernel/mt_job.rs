@@ -200,6 +200,7 @@ pub enum Affinity<'a, I> {
     Interleave,
     /// All helpers are queued on this node. The caller takes chunks only if it runs on that
     /// node or no helper could be queued, so chunks run on the node whenever that is possible.
+    /// The job uses at most as many threads as the node has CPUs.
     Node(NodeId),
     /// The closure tells the node of an index (`None`: no preference). The range is cut into
     /// segments of chunks whose first index is on the same node; helpers are queued on those
@@ -426,6 +427,11 @@ impl Plan {
         // As padata: no more threads than units of `max(min_chunk, align)` in the range.
         let unit = job.min_chunk.max(align);
         let mut threads = (size / unit).max(1).min(job.max_threads as u64);
+        if let Affinity::Node(node) = job.affinity {
+            // More helpers than the node has CPUs would not run there: the scheduler moves
+            // the extra workers of the (non-strict) unbound pool to other nodes' CPUs.
+            threads = threads.min(node.nr_cpus().max(1) as u64);
+        }
         if !cfg!(CONFIG_SMP) {
             threads = 1;
         }
@@ -433,7 +439,9 @@ impl Plan {
             .max(job.min_chunk)
             .max(1);
         // `align` is a power of two, so the mask is its largest multiple when rounding overflows.
-        let chunk = chunk.checked_next_multiple_of(align).unwrap_or(!(align - 1));
+        let chunk = chunk
+            .checked_next_multiple_of(align)
+            .unwrap_or(!(align - 1));
         let first = match (start / chunk + 1).checked_mul(chunk) {
             Some(b) if b < end => b,
             _ => end,
@@ -634,7 +642,11 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
                 Some(node) => unsafe { bindings::queue_work_node(node.as_raw(), wq, work) },
                 // SAFETY: as above.
                 None => unsafe {
-                    bindings::queue_work_on(bindings::wq_misc_consts_WORK_CPU_UNBOUND as _, wq, work)
+                    bindings::queue_work_on(
+                        bindings::wq_misc_consts_WORK_CPU_UNBOUND as _,
+                        wq,
+                        work,
+                    )
                 },
             };
         }

@@ -78,6 +78,21 @@ impl NodeId {
         unsafe { bindings::node_state(self.0, bindings::node_states_N_CPU) }
     }
 
+    /// Returns the number of online CPUs of the node.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::numa::NodeId;
+    ///
+    /// assert!(NodeId::current().nr_cpus() >= 1);
+    /// ```
+    pub fn nr_cpus(self) -> usize {
+        // SAFETY: by the type invariant `self.0` is a possible node, which `cpumask_of_node()`
+        // accepts.
+        unsafe { bindings::nr_cpus_node(self.0) as usize }
+    }
+
     /// Returns the next node with CPUs after `prev`, wrapping around; the first such node when
     /// `prev` is `None`. Returns `None` only when no node has an online CPU.
     ///
