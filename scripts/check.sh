@@ -66,25 +66,31 @@ clippy_warnings() {
 }
 stage clippy clippy_warnings; count $?
 
-rustfmt_ours() {
-	local rs
-	rs=$(printf '%s\n' $ours | grep '[.]rs$' | sed "s|^|$TREE/|")
-	rustfmt --check --edition 2021 --config-path "$TREE/.rustfmt.toml" $rs &&
-		echo "rustfmt: $(echo "$rs" | wc -l) files formatted"
+rustfmt_check() {
+	make -s -C "$TREE" O="$KBUILD" LLVM="$LLVM" rustfmtcheck &&
+		echo "rustfmtcheck: every Rust file of the tree is formatted"
 }
-stage rustfmt rustfmt_ours; count $?
+stage rustfmt rustfmt_check; count $?
 
 checkpatch() {
-	{
-		printf 'Subject: [PATCH] mt_job: multithreaded jobs in Rust\n\n'
-		printf 'The whole series as one patch, as checkpatch input.\n---\n'
-		cd "$repo" && python3 scripts/overlay.py diff --tree "$TREE"
-	} > "$logs/series.diff" &&
+	local patches f m rc=0
+	# The series as posted: one patch per logical change (series/series.conf).
+	python3 "$repo/scripts/series.py" --tree "$TREE" --out "$repo/build/series" ||
+		return 1
+	patches=$(ls "$repo"/build/series/*.patch | grep -v /0000-)
 	# /usr/bin first: checkpatch runs spdxcheck.py with python3, which
-	# needs Debian's python3-ply and python3-git.
+	# needs Debian's python3-ply and python3-git.  FILE_PATH_CHANGES only
+	# asks whether MAINTAINERS needs updating: answered below instead.
 	(cd "$TREE" && PATH=/usr/bin:$PATH perl scripts/checkpatch.pl --strict \
-		--no-signoff -q "$logs/series.diff") &&
-	echo "checkpatch --strict: clean"
+		--no-signoff --quiet --ignore FILE_PATH_CHANGES $patches) || rc=1
+	# Every file the series adds has a maintainer entry.
+	for f in $(cd "$repo" && python3 scripts/overlay.py files); do
+		m=$(cd "$TREE" && perl scripts/get_maintainer.pl --no-git \
+			--no-rolestats -f "$f" 2>/dev/null | grep -c '@')
+		[ "$m" -gt 0 ] || { echo "no MAINTAINERS entry covers $f"; rc=1; }
+	done
+	[ $rc = 0 ] && echo "checkpatch --strict: all $(echo "$patches" | wc -l) patches clean; MAINTAINERS covers every file"
+	return $rc
 }
 stage checkpatch checkpatch; count $?
 

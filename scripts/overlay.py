@@ -83,6 +83,11 @@ def read_manifest(tree):
     return out
 
 
+def write_manifest(tree, entries):
+    with open(os.path.join(tree, MANIFEST), "w") as f:
+        f.write("".join(f"{rel} {sha}\n" for rel, sha in sorted(entries.items())))
+
+
 def base_content(tree, rel):
     res = subprocess.run(["git", "-C", tree, "show", f"base:{rel}"],
                          capture_output=True)
@@ -151,8 +156,7 @@ def cmd_apply(repo, tree):
         else:
             write_if_changed(path, orig)
         changed += 1
-    with open(os.path.join(tree, MANIFEST), "w") as f:
-        f.write("".join(f"{rel} {sources[rel]}\n" for rel in sorted(wanted)))
+    write_manifest(tree, sources)
     print(f"overlay: {len(wanted)} files in the overlay, {changed} written "
           f"to {tree}")
 
@@ -186,6 +190,7 @@ def edited_in_repo(repo, tree, rel, src):
 def cmd_sync(repo, tree):
     mod, new = changed_paths(tree)
     n = 0
+    synced = {}
     for rel in mod:
         if not in_overlay(rel):
             die(f"{rel} is outside the overlay roots {ROOTS}")
@@ -194,6 +199,7 @@ def cmd_sync(repo, tree):
         if edited_in_repo(repo, tree, rel, src):
             continue
         n += write_if_changed(src, diff.encode())
+        synced[rel] = digest(src)
     for rel in new:
         if not in_overlay(rel):
             die(f"{rel} is outside the overlay roots {ROOTS}")
@@ -202,12 +208,15 @@ def cmd_sync(repo, tree):
             continue
         with open(os.path.join(tree, rel), "rb") as f:
             n += write_if_changed(src, f.read())
+        synced[rel] = digest(src)
     # A patch whose file is back to base is dropped.
     for rel, src, is_patch in overlay_files(repo):
         if is_patch and rel not in mod and not edited_in_repo(repo, tree,
                                                               rel, src):
             os.unlink(src)
             n += 1
+    # What was synced is what the tree holds: record it as applied.
+    write_manifest(tree, {**read_manifest(tree), **synced})
     print(f"overlay: {n} overlay files updated from {tree}")
 
 

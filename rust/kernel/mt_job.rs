@@ -210,6 +210,18 @@ pub enum Affinity<'a, I> {
 }
 
 /// What a finished [`Job`] used.
+///
+/// # Examples
+///
+/// ```
+/// use kernel::mt_job::Job;
+///
+/// // 1000 indices in chunks of at least 100 with one thread: 10 chunks, the caller alone.
+/// let report = Job::new(0usize..1000)?.min_chunk(100).run(|_| Ok(()))?;
+/// assert_eq!(report.threads(), 1);
+/// assert_eq!(report.chunks(), 10);
+/// # Ok::<(), Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Report {
     threads: usize,
@@ -218,6 +230,8 @@ pub struct Report {
 
 impl Report {
     /// Returns the number of threads that took part, the calling thread included if it worked.
+    /// Helpers that were cancelled before they started, because the caller had already run
+    /// out of chunks, are not counted.
     pub fn threads(&self) -> usize {
         self.threads
     }
@@ -281,6 +295,30 @@ impl<'a, I: Index> Job<'a, I> {
 
     /// Sets the alignment: every chunk boundary is a multiple of `align`, except the start and
     /// end of the job.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::mt_job::{Align, Job};
+    /// use kernel::page::Pfn;
+    /// use kernel::sync::{new_spinlock, Arc};
+    ///
+    /// let bad = Arc::pin_init(new_spinlock!(0usize), GFP_KERNEL)?;
+    /// Job::new(Pfn::new(1000)..Pfn::new(100_000))?
+    ///     .align(Align::new(512)?)
+    ///     .max_threads(4)?
+    ///     .run(|pfns| {
+    ///         let inner = |p: Pfn| p != Pfn::new(1000) && p != Pfn::new(100_000);
+    ///         for p in [pfns.start, pfns.end] {
+    ///             if inner(p) && p.as_usize() % 512 != 0 {
+    ///                 *bad.lock() += 1;
+    ///             }
+    ///         }
+    ///         Ok(())
+    ///     })?;
+    /// assert_eq!(*bad.lock(), 0);
+    /// # Ok::<(), Error>(())
+    /// ```
     pub fn align(mut self, align: Align) -> Self {
         self.align = align;
         self
@@ -288,6 +326,17 @@ impl<'a, I: Index> Job<'a, I> {
 
     /// Sets the minimum chunk size in indices: no chunk is smaller, except the first and last
     /// of the job. Zero means no minimum.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::mt_job::Job;
+    ///
+    /// // 100 indices with a minimum of 40 cannot make more than 3 chunks.
+    /// let report = Job::new(0u64..100)?.min_chunk(40).max_threads(8)?.run(|_| Ok(()))?;
+    /// assert!(report.chunks() <= 3);
+    /// # Ok::<(), Error>(())
+    /// ```
     pub fn min_chunk(mut self, min_chunk: u64) -> Self {
         self.min_chunk = min_chunk;
         self
@@ -317,6 +366,28 @@ impl<'a, I: Index> Job<'a, I> {
     }
 
     /// Sets the node affinity of the helpers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use core::sync::atomic::{AtomicUsize, Ordering};
+    /// use kernel::mt_job::{Affinity, Job};
+    /// use kernel::numa::NodeId;
+    ///
+    /// // Helpers go to the caller's node; the job uses no more threads than it has CPUs.
+    /// let here = NodeId::current();
+    /// let chunks = AtomicUsize::new(0);
+    /// let report = Job::new(0usize..4096)?
+    ///     .max_threads(64)?
+    ///     .affinity(Affinity::Node(here))
+    ///     .run(|_| {
+    ///         chunks.fetch_add(1, Ordering::Relaxed);
+    ///         Ok(())
+    ///     })?;
+    /// assert!(report.threads() <= here.nr_cpus());
+    /// assert_eq!(chunks.load(Ordering::Relaxed), report.chunks());
+    /// # Ok::<(), Error>(())
+    /// ```
     pub fn affinity(mut self, affinity: Affinity<'a, I>) -> Self {
         self.affinity = affinity;
         self
@@ -511,6 +582,13 @@ impl Segment {
 }
 
 /// The state the caller and its helpers share while a job runs; it lives on the caller's stack.
+///
+/// # Invariants
+///
+/// Every helper work item that points to a `Shared` (and to its [`Done`]) has either called
+/// [`Done::finish`] or been cancelled before it started by the time [`Shared::run`] returns:
+/// `run` does not return before [`Done::wait`] has seen the count of such helpers reach zero.
+/// This is what lets `f` and the segments borrow from the caller's stack without `'static`.
 struct Shared<'s, I, F> {
     plan: Plan,
     segments: &'s [Segment],
@@ -565,7 +643,7 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
         }
     }
 
-    /// Picks the node of helper `i`'s work item; `None` queues it near the calling CPU.
+    /// Picks the node of the next helper's work item; `None` queues it near the calling CPU.
     fn helper_node(&self, affinity: &Affinity<'_, I>, prev: &mut Option<NodeId>) -> Option<NodeId> {
         match affinity {
             Affinity::None => None,
@@ -596,6 +674,9 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
 
     /// Queues the helpers, works if the caller may, and waits for every helper.
     ///
+    /// Once the caller has run out of chunks, helpers that have not started yet are cancelled:
+    /// they would find nothing to do, and waiting for them to be scheduled only adds latency.
+    ///
     /// Returns the number of threads that took part.
     // `stack_pin_init!` declares its variable `mut` even when it is not mutated.
     #[allow(unused_mut)]
@@ -621,6 +702,8 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
             let helper = unsafe { base.add(i) };
             // SAFETY: `helper` points to an element of `helpers`, which outlives the work item
             // (we wait for `done` below before dropping it).
+            // INVARIANT: `done` counts this helper until it finishes or is cancelled, and we wait
+            // for that count to reach zero before returning.
             unsafe {
                 (*helper).shared = (self as *const Self).cast();
                 (*helper).done = &*done;
@@ -650,13 +733,26 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
                 },
             };
         }
+        let mut ran = nr_helpers;
         if caller_on_node {
             self.work(me);
+            for i in 0..nr_helpers {
+                // SAFETY: `i < helpers.len()` and the helpers are alive until `done.wait()`.
+                let work = unsafe { Opaque::raw_get(core::ptr::addr_of!((*base.add(i)).work)) };
+                // SAFETY: `work` was initialised above. `cancel_work` returns true only if it
+                // removed the item before its function started, so that helper will never call
+                // `Done::finish`; otherwise it leaves a running or finished item alone.
+                if unsafe { bindings::cancel_work(work) } {
+                    ran -= 1;
+                }
+            }
+            done.cancelled(nr_helpers - ran);
         }
         done.wait();
-        // Every helper has called `Done::finish` and no longer touches `helpers`.
+        // Every helper has called `Done::finish` or was cancelled before it started, so none
+        // touches `helpers` any more.
         drop(helpers);
-        nr_helpers + usize::from(caller_on_node)
+        ran + usize::from(caller_on_node)
     }
 }
 
@@ -747,7 +843,14 @@ impl Done {
         // The guard is dropped here: unlocking is the last access to `self`.
     }
 
-    /// Waits until every helper has called [`Done::finish`].
+    /// Accounts for `n` helpers cancelled before they started.
+    fn cancelled(&self, n: usize) {
+        if n > 0 {
+            *self.pending.lock() -= n;
+        }
+    }
+
+    /// Waits until every helper has called [`Done::finish`] or was cancelled.
     fn wait(&self) {
         let mut pending = self.pending.lock();
         while *pending != 0 {

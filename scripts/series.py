@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Cut the overlay into the patch series described by series/series.conf.
+
+Writes commits on the branch 'series' of the base tree (without touching its
+work tree: a private index is used) and 'git format-patch' files with a cover
+letter into build/series/.  With --build, checks out each commit in a
+separate work tree and builds it, so that every patch is shown to build.
+
+The overlay's content is the sum of the series: the last commit's tree is
+checked to be identical to what 'overlay.py apply' writes.
+"""
+
+import argparse
+import difflib
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+import overlay  # noqa: E402
+
+
+def die(msg):
+    sys.stderr.write(f"series: {msg}\n")
+    sys.exit(1)
+
+
+class Patch:
+    def __init__(self, title):
+        self.title = title
+        self.files = []
+        self.claims = []        # (path, compiled regex)
+        self.body = []
+
+
+def parse_conf(path):
+    patches = []
+    with open(path) as f:
+        for raw in f:
+            line = raw.rstrip("\n")
+            if line.startswith("#") and not patches:
+                continue
+            if line.startswith("[patch] "):
+                patches.append(Patch(line[len("[patch] "):].strip()))
+            elif not patches:
+                if line.strip():
+                    die(f"{path}: text before the first [patch]: {line}")
+            elif line.startswith("files:"):
+                patches[-1].files += line[len("files:"):].split()
+            elif line.startswith("claim:"):
+                fpath, _, rx = line[len("claim:"):].strip().partition(" ")
+                patches[-1].claims.append((fpath, re.compile(rx.strip())))
+            else:
+                patches[-1].body.append(line)
+    for p in patches:
+        p.body = "\n".join(p.body).strip()
+    return patches
+
+
+def owners(patches, paths):
+    """Map every overlay path to the index of the patch that lists it."""
+    own = {}
+    for i, p in enumerate(patches):
+        for f in p.files:
+            if f in own:
+                die(f"{f} is listed by two patches")
+            own[f] = i
+    missing = sorted(set(paths) - set(own))
+    if missing:
+        die(f"not in any patch of series.conf: {' '.join(missing)}")
+    extra = sorted(set(own) - set(paths))
+    if extra:
+        die(f"series.conf lists files the overlay lacks: {' '.join(extra)}")
+    return own
+
+
+def assign_added(patches, path, owner, lines):
+    """Patch index of each line of one run of added LINES of PATH."""
+    claims = [(i, rx) for i, p in enumerate(patches)
+              for f, rx in p.claims if f == path]
+    out, cur = [], owner
+    for line in lines:
+        for i, rx in claims:
+            if rx.search(line):
+                cur = i
+        out.append(cur)
+    return out
+
+
+def stage_contents(patches, tree, path, owner, final, base):
+    """Content of PATH after each patch: a list, None where it is absent."""
+    n = len(patches)
+    if base is None:
+        return [final if k >= owner else None for k in range(n)]
+    b = base.decode().splitlines(keepends=True)
+    f = final.decode().splitlines(keepends=True)
+    pieces = []     # (lines, first and last stage that have them)
+    sm = difflib.SequenceMatcher(None, b, f, autojunk=False)
+    for op, i1, i2, j1, j2 in sm.get_opcodes():
+        if op == "equal":
+            pieces.append((b[i1:i2], 0, n - 1))
+            continue
+        # Removed lines go with the file's owner; added ones with their patch.
+        pieces.append((b[i1:i2], 0, owner - 1))
+        added = f[j1:j2]
+        for line, k in zip(added, assign_added(patches, path, owner, added)):
+            pieces.append(([line], k, n - 1))
+    return ["".join("".join(lines) for lines, lo, hi in pieces
+                    if lo <= k <= hi).encode() for k in range(n)]
+
+
+def git(tree, *args, env=None, inp=None):
+    res = subprocess.run(["git", "-C", tree, *args], capture_output=True,
+                         env=env, input=inp)
+    if res.returncode:
+        die(f"git {' '.join(args)}: {res.stderr.decode().strip()}")
+    return res.stdout.decode().strip()
+
+
+def build_series(tree, patches, outdir):
+    paths = {rel: src for rel, src, _ in overlay.overlay_files(REPO)}
+    own = owners(patches, paths)
+    stages = {}
+    for rel in paths:
+        with open(os.path.join(tree, rel), "rb") as fh:
+            final = fh.read()
+        base = overlay.base_content(tree, rel)
+        stages[rel] = stage_contents(patches, tree, rel, own[rel], final, base)
+
+    index = os.path.join(tree, ".git", "series-index")
+    env = dict(os.environ, GIT_INDEX_FILE=index, GIT_AUTHOR_NAME="mt_job",
+               GIT_AUTHOR_EMAIL="mt_job@localhost",
+               GIT_COMMITTER_NAME="mt_job",
+               GIT_COMMITTER_EMAIL="mt_job@localhost",
+               GIT_AUTHOR_DATE="2026-11-21T00:00:00Z",
+               GIT_COMMITTER_DATE="2026-11-21T00:00:00Z")
+    git(tree, "read-tree", "base", env=env)
+    parent = git(tree, "rev-parse", "base")
+    for k, p in enumerate(patches):
+        for rel in sorted(paths):
+            content = stages[rel][k]
+            if content is None:
+                continue
+            sha = git(tree, "hash-object", "-w", "--stdin", inp=content)
+            git(tree, "update-index", "--add", "--cacheinfo",
+                f"100644,{sha},{rel}", env=env)
+        t = git(tree, "write-tree", env=env)
+        msg = f"{p.title}\n\n{p.body}\n"
+        parent = git(tree, "commit-tree", t, "-p", parent, "-m", msg, env=env)
+    os.unlink(index)
+    git(tree, "update-ref", "refs/heads/series", parent)
+    # The last commit must hold exactly the overlay.
+    for rel in sorted(paths):
+        if (git(tree, "rev-parse", f"series:{rel}") !=
+                git(tree, "hash-object", os.path.join(tree, rel))):
+            die(f"the series does not add up to the overlay: {rel} differs "
+                "(run 'make apply' first?)")
+    shutil.rmtree(outdir, ignore_errors=True)
+    os.makedirs(outdir)
+    git(tree, "format-patch", "-q", "--cover-letter", "--subject-prefix",
+        "RFC PATCH", "-o", outdir, "base..series")
+    cover = os.path.join(REPO, "series", "cover-letter.txt")
+    if os.path.exists(cover):
+        fill_cover(outdir, cover)
+    print(f"series: {len(patches)} patches in {outdir}")
+
+
+def fill_cover(outdir, cover):
+    """Put series/cover-letter.txt into format-patch's cover letter."""
+    path = [os.path.join(outdir, f) for f in sorted(os.listdir(outdir))
+            if f.startswith("0000-")][0]
+    with open(cover) as f:
+        title, _, body = f.read().partition("\n")
+    with open(path) as f:
+        text = f.read()
+    text = text.replace("*** SUBJECT HERE ***", title.strip())
+    text = text.replace("*** BLURB HERE ***", body.strip())
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def build_each(tree, kbuild, patches, llvm):
+    """Build every commit of the series in a separate work tree."""
+    wt = os.path.join(os.path.dirname(tree), "series-tree")
+    if not os.path.isdir(wt):
+        git(tree, "worktree", "add", "-f", "--detach", wt, "base")
+    commits = git(tree, "rev-list", "--reverse", "base..series").split()
+    for i, c in enumerate(commits, 1):
+        git(wt, "checkout", "-q", "--detach", c)
+        print(f"series: building {i}/{len(commits)}: "
+              f"{git(wt, 'log', '-1', '--format=%s')}", flush=True)
+        res = subprocess.run(["make", "-C", wt, f"O={kbuild}", f"LLVM={llvm}",
+                              f"-j{os.cpu_count() + 1}"],
+                             capture_output=True, text=True)
+        if res.returncode:
+            sys.stdout.write(res.stdout[-3000:] + res.stderr[-3000:])
+            die(f"patch {i} does not build")
+    print(f"series: all {len(commits)} patches build")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--tree", default=os.path.join(REPO, "build", "linux"))
+    ap.add_argument("--out", default=os.path.join(REPO, "build", "series"))
+    ap.add_argument("--build", metavar="KBUILD",
+                    help="build each patch in this build directory")
+    ap.add_argument("--llvm", default="-16")
+    args = ap.parse_args()
+    patches = parse_conf(os.path.join(REPO, "series", "series.conf"))
+    build_series(os.path.abspath(args.tree), patches, args.out)
+    if args.build:
+        build_each(os.path.abspath(args.tree), os.path.abspath(args.build),
+                   patches, args.llvm)
+
+
+if __name__ == "__main__":
+    main()
