@@ -216,10 +216,11 @@ pub enum Affinity<'a, I> {
 /// ```
 /// use kernel::mt_job::Job;
 ///
-/// // 1000 indices in chunks of at least 100 with one thread: 10 chunks, the caller alone.
+/// // One thread cuts 1000 indices into 4 chunks of 250 (four chunks per thread, each at least
+/// // `min_chunk`); the caller runs them alone.
 /// let report = Job::new(0usize..1000)?.min_chunk(100).run(|_| Ok(()))?;
 /// assert_eq!(report.threads(), 1);
-/// assert_eq!(report.chunks(), 10);
+/// assert_eq!(report.chunks(), 4);
 /// # Ok::<(), Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
