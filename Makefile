@@ -18,7 +18,7 @@ MEM     ?= 8
 CPUS    ?= 4
 NODES   ?= 2
 REPEAT  ?= 3
-ENGINES ?= rust,padata
+ENGINES ?= rust,padata,serial,rust:mt_job.max_threads=1
 APPEND  ?=
 
 KMAKE = $(MAKE) -C $(TREE) O=$(KBUILD) LLVM=$(LLVM)

@@ -88,8 +88,15 @@ def qemu_cmd(args, kernel, initrd, cmdline):
     return cmd
 
 
-def boot(args, engine, extra=""):
+def split_spec(spec):
+    """'rust:mt_job.max_threads=1' -> ('rust', 'mt_job.max_threads=1')."""
+    engine, _, params = spec.partition(":")
+    return engine, params.replace(":", " ")
+
+
+def boot(args, spec, extra=""):
     """Boot once; return the parsed results and the console log."""
+    engine, params = split_spec(spec)
     kernel = os.path.join(args.kbuild, "arch", "x86", "boot", "bzImage")
     if not os.path.exists(kernel):
         die(f"{kernel} is missing: run 'make kernel' first")
@@ -97,7 +104,7 @@ def boot(args, engine, extra=""):
     # nokaslr: a randomly placed kernel image changes the memblock
     # reservations, and so the free page counts, by a few pages per boot.
     cmdline = ("console=ttyS0 panic=-1 kunit.enable=0 loglevel=1 nokaslr "
-               f"mt_job.engine={engine} {args.append} {extra}").strip()
+               f"mt_job.engine={engine} {params} {args.append} {extra}").strip()
     cmd = qemu_cmd(args, kernel, args.initrd, cmdline)
     t0 = time.monotonic()
     try:
@@ -109,10 +116,10 @@ def boot(args, engine, extra=""):
             e.stdout, bytes) else (e.stdout or "")
         log += f"\nguest: timed out after {args.timeout}s\n"
     wall = time.monotonic() - t0
-    return parse(log, engine, wall), log
+    return parse(log, spec, wall), log
 
 
-def parse(log, engine, wall):
+def parse(log, spec, wall):
     nodes = {}
     for m in DEFERRED_RE.finditer(log):
         nodes[int(m.group(1))] = {
@@ -124,7 +131,8 @@ def parse(log, engine, wall):
     bad = [line for line in log.splitlines()
            if re.search(r"BUG:|WARNING:|Oops|Bad page state|"
                         r"possible circular locking|Call Trace", line)]
-    return {"engine": engine, "nodes": nodes, "mem": mem, "wall": wall,
+    return {"engine": split_spec(spec)[0], "spec": spec, "nodes": nodes,
+            "mem": mem, "wall": wall,
             "ok": "MTJOB-END" in log, "bad": bad}
 
 
@@ -146,28 +154,29 @@ def cmd_run(args):
     for engine in args.engines:
         for i in range(args.repeat):
             r, log = boot(args, engine)
-            save_log(args, f"run-{engine}-{i}.log", log)
+            save_log(args, f"run-{engine.replace(':', '-')}-{i}.log", log)
             if not r["ok"]:
                 die(f"the {engine} guest did not finish; see "
-                    f"{args.logdir}/run-{engine}-{i}.log")
+                    f"{args.logdir}/run-{engine.replace(':', '-')}-{i}.log")
             results.setdefault(engine, []).append(r)
 
     print(f"\nDeferred struct page init, {args.nodes} nodes, {args.cpus} "
           f"vCPUs, {args.mem_gib} GiB, {args.repeat} boot(s) per engine "
           "(TCG):")
-    print(f"{'engine':8} {'node':>4} {'pages':>9} {'grown':>6} {'threads':>7} "
+    w = max(8, *(len(e) for e in results))
+    print(f"{'engine':{w}} {'node':>4} {'pages':>9} {'grown':>6} {'threads':>7} "
           f"{'median us':>10} {'min us':>8} {'max us':>8}")
     for engine, runs in results.items():
         for node in sorted(runs[0]["nodes"]):
             us = [r["nodes"][node]["us"] for r in runs if node in r["nodes"]]
             n = runs[0]["nodes"][node]
-            print(f"{n['engine']:8} {node:>4} {n['pages']:>9} "
+            print(f"{engine:{w}} {node:>4} {n['pages']:>9} "
                   f"{n['grown']:>6} {n['threads']:>7} {statistics.median(us):>10.0f} "
                   f"{min(us):>8} {max(us):>8}")
     print()
     for engine, runs in results.items():
         m = runs[0]["mem"]
-        print(f"{engine:8} MemTotal {m.get('MemTotal', '?')} kB, MemFree "
+        print(f"{engine:{w}} MemTotal {m.get('MemTotal', '?')} kB, MemFree "
               f"{m.get('MemFree', '?')} kB, boot {runs[0]['wall']:.1f} s "
               "(wall, QEMU start to power-off)")
     engines = list(results)
@@ -201,7 +210,7 @@ def cmd_boottest(args):
     res = {}
     for engine in args.engines:
         r, log = boot(args, engine)
-        path = save_log(args, f"boottest-{engine}.log", log)
+        path = save_log(args, f"boottest-{engine.replace(':', '-')}.log", log)
         res[engine] = r
         check(r["ok"], f"{engine}: guest booted to userspace and powered "
               f"off ({r['wall']:.1f} s; log {path})")
@@ -211,7 +220,7 @@ def cmd_boottest(args):
               f"{engine}: a deferred init report for each of the "
               f"{args.nodes} nodes (got {sorted(r['nodes'])})")
         check(bool(r["nodes"]) and all(
-            n["engine"] == engine for n in r["nodes"].values()),
+            n["engine"] == r["engine"] for n in r["nodes"].values()),
             f"{engine}: every node's deferred init ran on the {engine} "
             "engine")
         check(bool(r["nodes"]) and all(
@@ -241,7 +250,8 @@ def main():
     ap.add_argument("--cpus", type=int, default=4)
     ap.add_argument("--nodes", type=int, default=2)
     ap.add_argument("--engines", default="rust,padata",
-                    help="comma-separated: rust, padata, serial")
+                    help="comma-separated ENGINE[:PARAM[:PARAM]]: rust, "
+                    "padata, serial, e.g. rust:mt_job.max_threads=1")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--append", default="", help="extra kernel parameters")
     ap.add_argument("--accel", choices=("tcg", "kvm"), default="tcg")
@@ -250,7 +260,7 @@ def main():
     args = ap.parse_args()
     args.engines = [e for e in args.engines.split(",") if e]
     for e in args.engines:
-        if e not in ("rust", "padata", "serial"):
+        if split_spec(e)[0] not in ("rust", "padata", "serial"):
             die(f"unknown engine {e!r}: use rust, padata or serial")
     if args.repeat < 1 or args.nodes < 1 or args.cpus < 1:
         die("--repeat, --nodes and --cpus must be at least 1")
