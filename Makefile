@@ -24,7 +24,7 @@ APPEND  ?=
 KMAKE = $(MAKE) -C $(TREE) O=$(KBUILD) LLVM=$(LLVM)
 
 .PHONY: all setup setup-if-needed base apply sync diff config kernel run check \
-	rustfmt clean distclean help
+	rustfmt series series-build clean distclean help
 
 all: help
 
@@ -35,6 +35,8 @@ help:
 	@echo "make apply   write the overlay into $(TREE)"
 	@echo "make sync    bring edits made in $(TREE) back into the overlay"
 	@echo "make kernel  apply, configure and build (incremental)"
+	@echo "make series  cut the overlay into the RFC patches (build/series/)"
+	@echo "make series-build  build every patch of the series in turn"
 
 setup:
 	@bash scripts/setup.sh
@@ -77,13 +79,21 @@ run: kernel
 check:
 	@bash scripts/check.sh
 
+series: apply
+	@python3 scripts/series.py --tree $(TREE) --out $(BUILD)/series
+
+series-build: config
+	@python3 scripts/series.py --tree $(TREE) --out $(BUILD)/series \
+		--build $(BUILD)/series-kbuild --config $(KBUILD)/.config
+
 rustfmt: apply
 	@python3 scripts/overlay.py files | grep '[.]rs$$' | sed 's|^|$(TREE)/|' | \
 		xargs rustfmt --edition 2021 --config-path $(TREE)/.rustfmt.toml
 	@$(MAKE) -s sync
 
 clean:
-	rm -rf $(KBUILD) $(BUILD)/logs $(BUILD)/*.log $(BUILD)/initramfs.cpio
+	rm -rf $(KBUILD) $(BUILD)/series-kbuild $(BUILD)/series $(BUILD)/logs \
+		$(BUILD)/*.log $(BUILD)/initramfs.cpio
 
 distclean:
 	rm -rf $(BUILD)

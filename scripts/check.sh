@@ -102,6 +102,13 @@ kunit() {
 		'^\[..:..:..\] (# Subtest|Testing complete|.*(FAILED|CRASHED|\[PASSED\] mt_job|\[PASSED\] rust_doctests))|not ok'
 	local rc=${PIPESTATUS[0]}
 	grep -q 'Testing complete' "$logs/kunit.log" || rc=1
+	# A splat in a helper (lockdep, debugobjects, might_sleep) fails no
+	# KUnit case; look for one in the guest's log.
+	if grep -E 'WARNING:|BUG:|ODEBUG:|possible (circular|recursive) locking|Call Trace' \
+		"$KBUILD/test.log"; then
+		echo "kernel warnings during KUnit ($KBUILD/test.log)"
+		rc=1
+	fi
 	return $rc
 }
 stage kunit kunit; rc=$?

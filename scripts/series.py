@@ -183,8 +183,16 @@ def fill_cover(outdir, cover):
         f.write(text)
 
 
-def build_each(tree, kbuild, patches, llvm):
-    """Build every commit of the series in a separate work tree."""
+def build_each(tree, kbuild, patches, llvm, config):
+    """Build every commit of the series in a separate work tree.
+
+    Each build starts from CONFIG (the full series' .config) through
+    olddefconfig, so that a symbol a later patch adds is not lost because an
+    earlier patch did not know it yet.
+    """
+    with open(config) as f:
+        full = f.read()
+    os.makedirs(kbuild, exist_ok=True)
     wt = os.path.join(os.path.dirname(tree), "series-tree")
     if not os.path.isdir(wt):
         git(tree, "worktree", "add", "-f", "--detach", wt, "base")
@@ -193,9 +201,14 @@ def build_each(tree, kbuild, patches, llvm):
         git(wt, "checkout", "-q", "--detach", c)
         print(f"series: building {i}/{len(commits)}: "
               f"{git(wt, 'log', '-1', '--format=%s')}", flush=True)
-        res = subprocess.run(["make", "-C", wt, f"O={kbuild}", f"LLVM={llvm}",
-                              f"-j{os.cpu_count() + 1}"],
-                             capture_output=True, text=True)
+        with open(os.path.join(kbuild, ".config"), "w") as f:
+            f.write(full)
+        make = ["make", "-C", wt, f"O={kbuild}", f"LLVM={llvm}"]
+        res = subprocess.run(make + ["olddefconfig"], capture_output=True,
+                             text=True)
+        if res.returncode == 0:
+            res = subprocess.run(make + [f"-j{os.cpu_count() + 1}"],
+                                 capture_output=True, text=True)
         if res.returncode:
             sys.stdout.write(res.stdout[-3000:] + res.stderr[-3000:])
             die(f"patch {i} does not build")
@@ -210,12 +223,15 @@ def main():
     ap.add_argument("--build", metavar="KBUILD",
                     help="build each patch in this build directory")
     ap.add_argument("--llvm", default="-16")
+    ap.add_argument("--config", default=os.path.join(REPO, "build", "kbuild",
+                                                     ".config"),
+                    help="the .config every patch is built with")
     args = ap.parse_args()
     patches = parse_conf(os.path.join(REPO, "series", "series.conf"))
     build_series(os.path.abspath(args.tree), patches, args.out)
     if args.build:
         build_each(os.path.abspath(args.tree), os.path.abspath(args.build),
-                   patches, args.llvm)
+                   patches, args.llvm, args.config)
 
 
 if __name__ == "__main__":
