@@ -132,4 +132,11 @@ bp=$(echo "$bline" | awk '{print $2}')
 bf=$(echo "$bline" | awk '{print $4}')
 passed=$((passed + ${bp:-0}))
 failed=$((failed + ${bf:-0}))
+
+# Every patch of the series builds (about 10 minutes: one full build in a
+# second build directory, then one incremental build per patch).
+# SERIES_BUILD=0 skips it for quick local runs.
+if [ "${SERIES_BUILD:-1}" != 0 ]; then
+	stage series-build make -s -C "$repo" series-build; count $?
+fi
 finish
