@@ -84,6 +84,7 @@ static int mt_job_check(const struct mt_job *job)
 			return -EINVAL;
 		return 0;
 	case MT_JOB_AFFINITY_BY_INDEX:
+	case MT_JOB_AFFINITY_BY_INDEX_STRICT:
 		return job->node_of ? 0 : -EINVAL;
 	}
 	return -EINVAL;
@@ -167,8 +168,7 @@ static int mt_job_try_padata(struct mt_job *job, bool *ran)
  * -EINVAL with nothing run when @job->thread_fn is NULL, @job->align is not a
  * power of two, @job->max_threads < 1, @job->start + @job->size overflows,
  * @job->affinity is unknown, @job->node is not a possible node for
- * %MT_JOB_AFFINITY_NODE, or @job->node_of is NULL for
- * %MT_JOB_AFFINITY_BY_INDEX.
+ * %MT_JOB_AFFINITY_NODE, or @job->node_of is NULL for a by-index affinity.
  */
 int mt_job_run(struct mt_job *job)
 {

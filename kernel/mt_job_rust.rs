@@ -50,6 +50,9 @@ fn run(job: &mut bindings::mt_job) -> Result {
         bindings::mt_job_affinity_MT_JOB_AFFINITY_INTERLEAVE => Affinity::Interleave,
         bindings::mt_job_affinity_MT_JOB_AFFINITY_NODE => Affinity::Node(NodeId::new(job.node)?),
         bindings::mt_job_affinity_MT_JOB_AFFINITY_BY_INDEX => Affinity::ByIndex(&node_of),
+        bindings::mt_job_affinity_MT_JOB_AFFINITY_BY_INDEX_STRICT => {
+            Affinity::ByIndexStrict(&node_of)
+        }
         _ => Affinity::None,
     };
     let report = Job::new(job.start..end)?

@@ -14,6 +14,7 @@
 #include <linux/limits.h>
 #include <linux/mt_job.h>
 #include <linux/nodemask.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/topology.h>
@@ -343,7 +344,7 @@ static void mt_job_test_error(struct kunit *test)
 static void mt_job_test_einval(struct kunit *test)
 {
 	struct rec *r = rec_alloc(test, 0, 100);
-	struct mt_job bad[9];
+	struct mt_job bad[10];
 	unsigned int i;
 
 	for (i = 0; i < ARRAY_SIZE(bad); i++)
@@ -359,6 +360,7 @@ static void mt_job_test_einval(struct kunit *test)
 	bad[6].node = NUMA_NO_NODE;
 	bad[7].affinity = 42;
 	bad[8].max_threads = -3;
+	bad[9].affinity = MT_JOB_AFFINITY_BY_INDEX_STRICT;
 	for (i = 0; i < ARRAY_SIZE(bad); i++)
 		KUNIT_EXPECT_EQ_MSG(test, mt_job_run(&bad[i]), -EINVAL,
 				    "bad job %u", i);
@@ -448,6 +450,55 @@ static void mt_job_test_concurrent(struct kunit *test)
 	}
 }
 
+/*
+ * Strict by-index affinity: the chunks of node N run on node N.  The caller
+ * is a kthread bound to the first node, so it may take that node's chunks;
+ * the chunks spin so that the scheduler has no reason to move a helper.
+ */
+static void mt_job_test_affinity_by_index_strict(struct kunit *test)
+{
+	struct by_index b = { .half = 1 << 13 };
+	struct task_struct *t;
+	struct concurrent c;
+	unsigned int i;
+	int threads;
+
+	if (num_node_state(N_CPU) < 2)
+		kunit_skip(test, "needs 2 nodes with CPUs");
+	b.lo = first_node_with_cpus();
+	b.hi = next_node_in(b.lo, node_states[N_CPU]);
+	for (threads = 1; threads <= 4; threads += 3) {
+		b.r = rec_alloc(test, 0, 1 << 14);
+		b.r->delay_us = 300;
+		b.r->busy = true;
+		c.job = job_of(b.r, 0, b.r->nr);
+		c.job.thread_fn = by_index_fn;
+		c.job.fn_arg = &b;
+		c.job.max_threads = threads;
+		c.job.affinity = MT_JOB_AFFINITY_BY_INDEX_STRICT;
+		c.job.node_of = by_index_node;
+		c.ret = -EINPROGRESS;
+		init_completion(&c.done);
+		t = kthread_create(concurrent_fn, &c, "mt_job_test/strict");
+		KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+		KUNIT_ASSERT_EQ(test, set_cpus_allowed_ptr(t, cpumask_of_node(b.lo)), 0);
+		wake_up_process(t);
+		wait_for_completion(&c.done);
+		KUNIT_ASSERT_EQ(test, c.ret, 0);
+		expect_each_once(test, b.r);
+		if (threads == 1)	/* no helper: the caller runs every chunk */
+			continue;
+		for (i = 0; i < min(b.r->nr_chunks, MAX_CHUNKS); i++) {
+			struct chunk_rec *ch = &b.r->chunks[i];
+
+			KUNIT_EXPECT_EQ_MSG(test, ch->node,
+					    ch->start < b.half ? b.lo : b.hi,
+					    "chunk [%lu, %lu) off its node",
+					    ch->start, ch->end);
+		}
+	}
+}
+
 static struct kunit_case mt_job_test_cases[] = {
 	KUNIT_CASE(mt_job_test_cover),
 	KUNIT_CASE(mt_job_test_max_threads),
@@ -459,6 +510,7 @@ static struct kunit_case mt_job_test_cases[] = {
 	KUNIT_CASE(mt_job_test_small),
 	KUNIT_CASE(mt_job_test_ulong_max),
 	KUNIT_CASE(mt_job_test_concurrent),
+	KUNIT_CASE(mt_job_test_affinity_by_index_strict),
 	{}
 };
 

@@ -49,8 +49,13 @@ count $rc
 [ $rc = 0 ] || { tail -n 40 "$repo/build/build.log"; finish; }
 
 # Warnings (rustc, clippy, clang) from the files the series adds or changes.
+# An incremental build only shows the warnings of what it recompiled, so our
+# .c and .rs files are touched and rebuilt (CLIPPY=1) into their own log.
 ours=$(cd "$repo" && python3 scripts/overlay.py files)
 clippy_warnings() {
+	(cd "$TREE" && touch $(printf '%s\n' $ours | grep -E '[.](c|rs)$'))
+	make -s -C "$TREE" O="$KBUILD" LLVM="$LLVM" CLIPPY=1 -j"$(($(nproc) + 1))" \
+		> "$logs/clippy.log" 2>&1 || { tail -n 30 "$logs/clippy.log"; return 1; }
 	local pat
 	# Our doctests are compiled from rust/doctests_kernel_generated.rs.
 	pat=$(printf '%s\n' $ours rust/doctests_kernel_generated.rs |
@@ -58,11 +63,11 @@ clippy_warnings() {
 	# Rust diagnostics name the file on a "--> path:line" line, C ones
 	# start with "path:line:col: warning".
 	if grep -E -e "--> (.*/)?($pat)" -e "^(.*/)?($pat)[0-9]+:[0-9]+: warning" \
-		"$repo/build/build.log"; then
-		echo "warnings from our files above (build/build.log)"
+		"$logs/clippy.log"; then
+		echo "warnings from our files above (build/logs/clippy.log)"
 		return 1
 	fi
-	echo "no warnings from our files in the CLIPPY=1 build"
+	echo "no warnings from our files in the CLIPPY=1 rebuild of them"
 }
 stage clippy clippy_warnings; count $?
 

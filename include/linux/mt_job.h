@@ -23,12 +23,17 @@
  * @MT_JOB_AFFINITY_BY_INDEX: @mt_job.node_of tells which node each index
  *	lives on; helpers are queued on those nodes and take their own node's
  *	chunks first, then help with the others.
+ * @MT_JOB_AFFINITY_BY_INDEX_STRICT: as %MT_JOB_AFFINITY_BY_INDEX, but the
+ *	chunks of node N run only on a helper queued on node N or on the caller
+ *	if it runs on node N; chunks of nodes without CPUs or without a helper
+ *	(@mt_job.max_threads below the number of nodes) run on the caller.
  */
 enum mt_job_affinity {
 	MT_JOB_AFFINITY_NONE,
 	MT_JOB_AFFINITY_INTERLEAVE,
 	MT_JOB_AFFINITY_NODE,
 	MT_JOB_AFFINITY_BY_INDEX,
+	MT_JOB_AFFINITY_BY_INDEX_STRICT,
 };
 
 /**
@@ -60,7 +65,8 @@ enum mt_job_engine {
  *	thread included (>= 1).  "mt_job.max_threads=" caps it further.
  * @affinity: where the helpers run, see &enum mt_job_affinity.
  * @node: the node for %MT_JOB_AFFINITY_NODE.
- * @node_of: for %MT_JOB_AFFINITY_BY_INDEX, the node of an index.
+ * @node_of: for the by-index affinities, the node of an index
+ *	(%NUMA_NO_NODE: none).
  * @name: a short name for reports and warnings.
  * @engine: out: the engine that ran the job.
  * @nr_threads: out: the threads that worked on the job, the caller included.

@@ -16,7 +16,8 @@
 //! - chunks are handed out with one atomic increment of a per-segment cursor instead of a
 //!   spinlock held around the job's `start`/`size`;
 //! - with [`Affinity::ByIndex`] the range is split into per-node segments and a thread takes the
-//!   chunks of its own node first; padata's `numa_aware` only chooses where a helper runs;
+//!   chunks of its own node first; with [`Affinity::ByIndexStrict`] it takes only those;
+//!   padata's `numa_aware` only chooses where a helper runs;
 //! - when helpers cannot be allocated the job runs with fewer of them, down to the caller alone.
 //!
 //! C header: [`include/linux/mt_job.h`](srctree/include/linux/mt_job.h)
@@ -207,6 +208,12 @@ pub enum Affinity<'a, I> {
     /// nodes, take the chunks of their own node first and then help with the others. The
     /// closure is called once per chunk before any chunk runs.
     ByIndex(&'a (dyn Fn(I) -> Option<NodeId> + Sync)),
+    /// Like [`Affinity::ByIndex`], but a thread takes only the chunks of the node it works for:
+    /// the chunks of node N run on a helper queued on node N, or on the caller if it runs on
+    /// node N. Chunks of no node (`None`), of a node without CPUs, or of a node no helper was
+    /// queued for (when `max_threads` is below the number of nodes) run on the caller.
+    /// Helpers are not cancelled when the caller runs out of chunks.
+    ByIndexStrict(&'a (dyn Fn(I) -> Option<NodeId> + Sync)),
 }
 
 /// What a finished [`Job`] used.
@@ -437,7 +444,9 @@ impl<'a, I: Index> Job<'a, I> {
         }
         let whole = [Segment::new(0, plan.chunks, None)];
         let per_node = match self.affinity {
-            Affinity::ByIndex(node_of) => plan.segments::<I>(node_of),
+            Affinity::ByIndex(node_of) | Affinity::ByIndexStrict(node_of) => {
+                plan.segments::<I>(node_of)
+            }
             _ => None,
         };
         let segments: &[Segment] = per_node.as_deref().unwrap_or(&whole);
@@ -451,6 +460,7 @@ impl<'a, I: Index> Job<'a, I> {
         let shared = Shared {
             plan,
             segments,
+            strict: matches!(self.affinity, Affinity::ByIndexStrict(_)),
             f: &f,
             error: AtomicI32::new(0),
             _index: PhantomData,
@@ -593,6 +603,8 @@ impl Segment {
 struct Shared<'s, I, F> {
     plan: Plan,
     segments: &'s [Segment],
+    /// Threads take only their own node's segments ([`Affinity::ByIndexStrict`]).
+    strict: bool,
     f: &'s F,
     /// The errno of the first failed chunk, or 0.
     error: AtomicI32,
@@ -604,18 +616,54 @@ struct Shared<'s, I, F> {
 static LAST_INTERLEAVE_NODE: AtomicI32 = AtomicI32::new(-1);
 
 impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
-    /// Takes chunks until none is left or one failed, own node's segments first.
-    fn work(&self, me: NodeId) {
-        if self.segments.len() > 1 {
-            for seg in self.segments.iter().filter(|s| s.node == Some(me)) {
-                if !self.drain(seg) {
-                    return;
-                }
+    /// Takes chunks until none is left or one failed: the segments of `home` first, then the
+    /// others, or in a strict job only those no helper works for, and only by the caller
+    /// (`caller` is `Some(number of helpers)` for the calling thread).
+    fn work(&self, home: NodeId, caller: Option<usize>) {
+        for seg in self.segments.iter().filter(|s| s.node == Some(home)) {
+            if !self.drain(seg) {
+                return;
             }
         }
         for seg in self.segments {
-            if !self.drain(seg) {
+            let take = match (self.strict, caller) {
+                (false, _) => true,
+                (true, None) => false,
+                (true, Some(nr_helpers)) => self.orphan(seg, home, nr_helpers),
+            };
+            if take && !self.drain(seg) {
                 return;
+            }
+        }
+    }
+
+    /// Whether, in a strict job, no helper works for `seg`'s node, so the caller (on node
+    /// `home`, with `nr_helpers` helpers queued by [`Shared::helper_node`]) must run it.
+    fn orphan(&self, seg: &Segment, home: NodeId, nr_helpers: usize) -> bool {
+        let Some(node) = seg.node else {
+            return true;
+        };
+        if node == home {
+            return false;
+        }
+        // Helper `i` went to the `i % n`-th of the `n` nodes with CPUs that own a segment,
+        // counting from the node after `home`: find the rank of `node` in that order.
+        let mut rank = 0;
+        let Some(first) = NodeId::next_with_cpus(Some(home)) else {
+            return true;
+        };
+        let mut n = first;
+        loop {
+            if self.segments.iter().any(|s| s.node == Some(n)) {
+                if n == node {
+                    return rank >= nr_helpers;
+                }
+                rank += 1;
+            }
+            match NodeId::next_with_cpus(Some(n)) {
+                Some(next) if next != first => n = next,
+                // `node` has no CPU: nobody was queued there.
+                _ => return true,
             }
         }
     }
@@ -655,7 +703,7 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
                 LAST_INTERLEAVE_NODE.store(next.as_raw(), Ordering::Relaxed);
                 Some(next)
             }
-            Affinity::ByIndex(_) => {
+            Affinity::ByIndex(_) | Affinity::ByIndexStrict(_) => {
                 // Round-robin over the nodes with CPUs that own a segment, after `prev`.
                 let first = NodeId::next_with_cpus(*prev)?;
                 let mut node = first;
@@ -685,7 +733,7 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
         let wanted = self.plan.threads - usize::from(caller_on_node);
         let mut helpers = Helper::alloc(wanted);
         if helpers.is_empty() {
-            self.work(me);
+            self.work(me, Some(0));
             return 1;
         }
         let nr_helpers = helpers.len();
@@ -701,6 +749,7 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
         for i in 0..nr_helpers {
             // SAFETY: `i < helpers.len()`; the vector is not resized while helpers run.
             let helper = unsafe { base.add(i) };
+            let node = self.helper_node(affinity, &mut prev);
             // SAFETY: `helper` points to an element of `helpers`, which outlives the work item
             // (we wait for `done` below before dropping it).
             // INVARIANT: `done` counts this helper until it finishes or is cancelled, and we wait
@@ -708,6 +757,7 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
             unsafe {
                 (*helper).shared = (self as *const Self).cast();
                 (*helper).done = &*done;
+                (*helper).node = node;
             }
             // SAFETY: `helper` is valid; its `work` field is only used by this work item.
             let work = unsafe { Opaque::raw_get(core::ptr::addr_of!((*helper).work)) };
@@ -721,7 +771,7 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
                     key.as_ptr(),
                 )
             };
-            match self.helper_node(affinity, &mut prev) {
+            match node {
                 // SAFETY: `work` was initialised just above and is not queued; `wq` is valid.
                 Some(node) => unsafe { bindings::queue_work_node(node.as_raw(), wq, work) },
                 // SAFETY: as above.
@@ -736,7 +786,10 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
         }
         let mut ran = nr_helpers;
         if caller_on_node {
-            self.work(me);
+            self.work(me, Some(nr_helpers));
+        }
+        // In a strict job an unstarted helper still has its node's chunks to run.
+        if caller_on_node && !self.strict {
             for i in 0..nr_helpers {
                 // SAFETY: `i < helpers.len()` and the helpers are alive until `done.wait()`.
                 let work = unsafe { Opaque::raw_get(core::ptr::addr_of!((*base.add(i)).work)) };
@@ -766,6 +819,8 @@ struct Helper {
     work: Opaque<bindings::work_struct>,
     shared: *const (),
     done: *const Done,
+    /// The node the work item was queued on, if any.
+    node: Option<NodeId>,
 }
 
 impl Helper {
@@ -779,6 +834,7 @@ impl Helper {
                         work: Opaque::uninit(),
                         shared: core::ptr::null(),
                         done: core::ptr::null(),
+                        node: None,
                     };
                     // Within the capacity, so this does not allocate and cannot fail.
                     if v.push(helper, GFP_KERNEL).is_err() {
@@ -806,13 +862,15 @@ unsafe extern "C" fn helper_fn<I: Index, F: Fn(Range<I>) -> Result + Sync>(
     let helper = work.cast::<Helper>().cast_const();
     // SAFETY: by the function's safety requirements, `helper` points to a live `Helper` whose
     // `shared` is a `Shared<'_, I, F>` and `done` a `Done`, both alive until `finish` below.
-    let (shared, done) = unsafe {
+    let (shared, done, node) = unsafe {
         (
             &*(*helper).shared.cast::<Shared<'_, I, F>>(),
             &*(*helper).done,
+            (*helper).node,
         )
     };
-    shared.work(NodeId::current());
+    // A helper works for the node it was queued on, even if the scheduler placed it elsewhere.
+    shared.work(node.unwrap_or_else(NodeId::current), None);
     // This is the last access to the job; the caller may return as soon as `finish` unlocks.
     done.finish();
 }
