@@ -4,8 +4,9 @@
 //!
 //! A [`Job`] runs a chunk function over a half-open range of a typed [`Index`], splitting it into
 //! chunks that the calling thread and up to `max_threads - 1` helpers take from a shared cursor.
-//! Helpers are work items on `system_unbound_wq`, queued with `queue_work_node()` when the job
-//! has a node [`Affinity`]. [`Job::run`] returns only after every helper has finished, so the
+//! Helpers are work items on `system_unbound_wq`, or, when the job has a node [`Affinity`], on
+//! `mt_job_node`, an unbound workqueue with strict NUMA affinity, queued with
+//! `queue_work_node()`. [`Job::run`] returns only after every helper has finished, so the
 //! chunk function may borrow from the caller's stack.
 //!
 //! It is the successor of `padata_do_multithreaded()` (kernel/padata.c), which is `__init`,
@@ -46,7 +47,10 @@
 use crate::{
     alloc::{flags::GFP_KERNEL, KVec},
     bindings, c_str,
-    error::{code::EINVAL, Error, Result},
+    error::{
+        code::{EINVAL, ENOMEM},
+        Error, Result,
+    },
     init::PinInit,
     numa::NodeId,
     page::Pfn,
@@ -58,7 +62,7 @@ use core::{
     marker::PhantomData,
     ops::Range,
     pin::Pin,
-    sync::atomic::{AtomicI32, AtomicUsize, Ordering},
+    sync::atomic::{AtomicI32, AtomicPtr, AtomicUsize, Ordering},
 };
 use macros::pin_data;
 
@@ -510,8 +514,8 @@ impl Plan {
         let unit = job.min_chunk.max(align);
         let mut threads = (size / unit).max(1).min(job.max_threads as u64);
         if let Affinity::Node(node) = job.affinity {
-            // More helpers than the node has CPUs would not run there: the scheduler moves
-            // the extra workers of the (non-strict) unbound pool to other nodes' CPUs.
+            // Helpers only run on the node's CPUs: more threads than it has CPUs would only
+            // take turns on them.
             threads = threads.min(node.nr_cpus().max(1) as u64);
         }
         if !cfg!(CONFIG_SMP) {
@@ -740,10 +744,7 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
         stack_pin_init!(let done = Done::new(nr_helpers));
         let done: Pin<&Done> = done.as_ref();
         let key = crate::static_lock_class!();
-        let wq = {
-            // SAFETY: `system_unbound_wq` is set up before any caller can run and never changes.
-            unsafe { bindings::system_unbound_wq }
-        };
+        let unbound = system_unbound_wq();
         let mut prev = Some(me);
         let base = helpers.as_mut_ptr();
         for i in 0..nr_helpers {
@@ -772,13 +773,14 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
                 )
             };
             match node {
-                // SAFETY: `work` was initialised just above and is not queued; `wq` is valid.
-                Some(node) => unsafe { bindings::queue_work_node(node.as_raw(), wq, work) },
+                // SAFETY: `work` was initialised just above and is not queued; the workqueue is
+                // valid and never destroyed.
+                Some(node) => unsafe { bindings::queue_work_node(node.as_raw(), node_wq(), work) },
                 // SAFETY: as above.
                 None => unsafe {
                     bindings::queue_work_on(
                         bindings::wq_misc_consts_WORK_CPU_UNBOUND as _,
-                        wq,
+                        unbound,
                         work,
                     )
                 },
@@ -807,6 +809,71 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
         // touches `helpers` any more.
         drop(helpers);
         ran + usize::from(caller_on_node)
+    }
+}
+
+fn system_unbound_wq() -> *mut bindings::workqueue_struct {
+    // SAFETY: `system_unbound_wq` is set up by `workqueue_init_early()`, before any caller can
+    // run, and never changes.
+    unsafe { bindings::system_unbound_wq }
+}
+
+/// The workqueue of helpers queued on a node, created on first use.
+static NODE_WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(core::ptr::null_mut());
+
+/// Returns the workqueue for helpers that must run on a given node: unbound, with strict NUMA
+/// affinity, so that its workers only run on the CPUs of the node they were queued on.
+///
+/// `system_unbound_wq` is not strict: the scheduler may wake its workers on any CPU, and in our
+/// KUnit runs (4 vCPUs, 2 nodes) a helper queued on one node ran chunks on the other in one run
+/// of ten. If the workqueue cannot be created, falls back to `system_unbound_wq`.
+fn node_wq() -> *mut bindings::workqueue_struct {
+    let wq = NODE_WQ.load(Ordering::Acquire);
+    if !wq.is_null() {
+        return wq;
+    }
+    // SAFETY: the format string is a valid C string without conversions.
+    let new = unsafe {
+        bindings::alloc_workqueue(
+            c_str!("mt_job_node").as_char_ptr(),
+            bindings::wq_flags_WQ_UNBOUND,
+            0,
+        )
+    };
+    if new.is_null() {
+        return system_unbound_wq();
+    }
+    // SAFETY: no preconditions; returns null or attributes we own.
+    let attrs = unsafe { bindings::alloc_workqueue_attrs() };
+    let ret = if attrs.is_null() {
+        ENOMEM.to_errno()
+    } else {
+        // SAFETY: `attrs` is valid and ours; `new` is an unbound workqueue nobody uses yet.
+        unsafe {
+            (*attrs).affn_scope = bindings::wq_affn_scope_WQ_AFFN_NUMA;
+            (*attrs).affn_strict = true;
+            let ret = bindings::apply_workqueue_attrs(new, attrs);
+            bindings::free_workqueue_attrs(attrs);
+            ret
+        }
+    };
+    if ret != 0 {
+        // SAFETY: `new` was allocated above and nothing was queued on it.
+        unsafe { bindings::destroy_workqueue(new) };
+        return system_unbound_wq();
+    }
+    match NODE_WQ.compare_exchange(
+        core::ptr::null_mut(),
+        new,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
+        Ok(_) => new,
+        Err(other) => {
+            // SAFETY: another caller won the race; `new` was never published nor used.
+            unsafe { bindings::destroy_workqueue(new) };
+            other
+        }
     }
 }
 
