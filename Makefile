@@ -24,7 +24,7 @@ APPEND  ?=
 KMAKE = $(MAKE) -C $(TREE) O=$(KBUILD) LLVM=$(LLVM)
 
 .PHONY: all setup setup-if-needed base apply sync diff config kernel run check \
-	rustfmt series series-build clean distclean help
+	rustfmt series series-build bench-hugetlb clean distclean help
 
 all: help
 
@@ -35,6 +35,7 @@ help:
 	@echo "make apply   write the overlay into $(TREE)"
 	@echo "make sync    bring edits made in $(TREE) back into the overlay"
 	@echo "make kernel  apply, configure and build (incremental)"
+	@echo "make bench-hugetlb  hugetlb boot allocation time: rust, padata, 1 thread"
 	@echo "make series  cut the overlay into the RFC patches (build/series/)"
 	@echo "make series-build  build every patch of the series in turn"
 
@@ -78,6 +79,12 @@ run: kernel
 
 check:
 	@bash scripts/check.sh
+
+# Boot-time hugetlb allocation time, 2M and 1G, per engine, REPEAT boots.
+BENCH_ENGINES ?= rust,padata,rust:mt_job.max_threads=1
+bench-hugetlb: kernel
+	python3 scripts/guest.py hugetlbbench --mem $(MEM) --cpus $(CPUS) \
+		--nodes $(NODES) --repeat $(REPEAT) --engines $(BENCH_ENGINES)
 
 series: apply
 	@python3 scripts/series.py --tree $(TREE) --out $(BUILD)/series

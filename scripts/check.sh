@@ -138,6 +138,16 @@ bf=$(echo "$bline" | awk '{print $4}')
 passed=$((passed + ${bp:-0}))
 failed=$((failed + ${bf:-0}))
 
+hugetlbtest() {
+	python3 "$repo/scripts/guest.py" hugetlbtest --engines rust,padata |
+		tee "$logs/hugetlbtest.txt"
+	return "${PIPESTATUS[0]}"
+}
+stage hugetlbtest hugetlbtest; count $?
+hline=$(grep -o 'hugetlbtest: [0-9]* passed, [0-9]* failed' "$logs/hugetlbtest.txt")
+passed=$((passed + $(echo "$hline" | awk '{print $2+0}')))
+failed=$((failed + $(echo "$hline" | awk '{print $4+0}')))
+
 # Every patch of the series builds (about 10 minutes: one full build in a
 # second build directory, then one incremental build per patch).
 # SERIES_BUILD=0 skips it for quick local runs.

@@ -5,6 +5,9 @@
   guest.py run       boot once per engine (and repetition), print a report
   guest.py boottest  boot with each engine and check that deferred struct page
                      init went through it with identical results
+  guest.py hugetlbtest  boot-time hugetlb scenarios with each engine, checked
+                     from sysfs in the guest and compared between engines
+  guest.py hugetlbbench  hugetlb boot allocation time per engine, repeated
 
 The guest userspace is an initramfs made with the kernel's own
 usr/gen_init_cpio from busybox-static and tests/guest/init.  QEMU runs with
@@ -28,6 +31,14 @@ DEFERRED_RE = re.compile(
     r"node (\d+) deferred pages initialised: (\d+) pages in (\d+) us, "
     r"engine (\w+), (\d+) threads \((\d+) more grown on demand\)")
 MEMINFO_RE = re.compile(r"^(MemTotal|MemFree):\s+(\d+) kB", re.M)
+HUGE_NODE_RE = re.compile(r"^hugetlb node(\d+) hugepages-(\d+)kB (\d+)$", re.M)
+HUGE_REPORT_RE = re.compile(
+    r"HugeTLB: hstate (\S+ \S+): requested (\d+), allocated (\d+):[^,]*, "
+    r"(\d+) us, engine (\w+), (\d+) threads")
+HUGE_TOUCH_RE = re.compile(r"^hugetlb_touch: (\d+) x (\d+) kB mapped and "
+                           r"touched, (\d+) bad$", re.M)
+GIGANTIC_RE = re.compile(r"HugeTLB: gigantic pages of node (\d+) initialised "
+                         r"on node (\d+)")
 
 
 def die(msg):
@@ -45,6 +56,7 @@ def make_initramfs(kbuild, out):
         die(f"{BUSYBOX} is missing: apt-get install busybox-static "
             "(or run 'make setup')")
     init = os.path.join(REPO, "tests", "guest", "init")
+    progs = build_guest_programs(os.path.join(os.path.dirname(out), "guest"))
     spec = "\n".join([
         "dir /dev 0755 0 0",
         "nod /dev/console 0600 0 0 c 5 1",
@@ -56,8 +68,7 @@ def make_initramfs(kbuild, out):
         f"file /bin/busybox {BUSYBOX} 0755 0 0",
         "slink /bin/sh busybox 0777 0 0",
         f"file /init {init} 0755 0 0",
-        "",
-    ])
+    ] + [f"file /bin/{name} {path} 0755 0 0" for name, path in progs] + [""])
     with tempfile.NamedTemporaryFile("w", suffix=".spec", delete=False) as f:
         f.write(spec)
         spec_path = f.name
@@ -66,6 +77,29 @@ def make_initramfs(kbuild, out):
             subprocess.run([gen, spec_path], stdout=o, check=True)
     finally:
         os.unlink(spec_path)
+
+
+def build_guest_programs(outdir):
+    """Build tests/guest/*.c statically; return [(name, path)]."""
+    src_dir = os.path.join(REPO, "tests", "guest")
+    os.makedirs(outdir, exist_ok=True)
+    progs = []
+    for src in sorted(os.listdir(src_dir)):
+        if not src.endswith(".c"):
+            continue
+        name = src[:-2]
+        out = os.path.join(outdir, name)
+        srcp = os.path.join(src_dir, src)
+        if (not os.path.exists(out) or
+                os.path.getmtime(out) < os.path.getmtime(srcp)):
+            res = subprocess.run(["gcc", "-static", "-O2", "-Wall", "-Werror",
+                                  "-o", out, srcp], capture_output=True,
+                                 text=True)
+            if res.returncode:
+                die(f"building {srcp} failed (needs gcc and libc6-dev):\n"
+                    f"{res.stderr}")
+        progs.append((name, out))
+    return progs
 
 
 def qemu_cmd(args, kernel, initrd, cmdline):
@@ -131,8 +165,16 @@ def parse(log, spec, wall):
     bad = [line for line in log.splitlines()
            if re.search(r"BUG:|WARNING:|Oops|Bad page state|"
                         r"possible circular locking|Call Trace", line)]
+    huge = {}
+    for m in HUGE_NODE_RE.finditer(body):
+        huge.setdefault(int(m.group(2)), {})[int(m.group(1))] = int(m.group(3))
     return {"engine": split_spec(spec)[0], "spec": spec, "nodes": nodes,
-            "mem": mem, "wall": wall,
+            "mem": mem, "wall": wall, "huge": huge,
+            "huge_report": [m.groups() for m in HUGE_REPORT_RE.finditer(log)],
+            "touch": [tuple(map(int, m.groups()))
+                      for m in HUGE_TOUCH_RE.finditer(body)],
+            "gigantic": {int(a): int(b) for a, b in GIGANTIC_RE.findall(log)},
+            "log": log,
             "ok": "MTJOB-END" in log, "bad": bad}
 
 
@@ -196,16 +238,26 @@ def cmd_run(args):
     return 0
 
 
-def cmd_boottest(args):
-    passed = failed = 0
+class Checks:
+    """TAP-like checks with a closing 'N passed, N failed' line."""
 
-    def check(cond, what):
-        nonlocal passed, failed
-        print(f"{'ok' if cond else 'not ok'} - {what}")
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def __call__(self, cond, what):
+        print(f"{'ok' if cond else 'not ok'} - {what}", flush=True)
         if cond:
-            passed += 1
+            self.passed += 1
         else:
-            failed += 1
+            self.failed += 1
+
+    def finish(self, name):
+        print(f"{name}: {self.passed} passed, {self.failed} failed")
+        return 1 if self.failed else 0
+
+
+def cmd_boottest(args):
+    check = Checks()
 
     res = {}
     for engine in args.engines:
@@ -236,14 +288,114 @@ def cmd_boottest(args):
               a["mem"].get("MemTotal") == b["mem"].get("MemTotal"),
               f"{engines[0]} vs {e}: identical MemTotal "
               f"({a['mem'].get('MemTotal')} vs {b['mem'].get('MemTotal')} kB)")
-    print(f"boottest: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return check.finish("boottest")
+
+
+# Boot-time hugetlb scenarios: (name, kernel parameters, page size in kB,
+# expected pages per node or None, expected total or None, a warning that
+# must appear or None).  The guest has 4 GiB per node.
+HUGETLB_SCENARIOS = [
+    ("2M x 1024", "hugepages=1024", 2048, {0: 512, 1: 512}, 1024, None),
+    ("2M x 1 (fewer pages than nodes)", "hugepages=1", 2048, None, 1, None),
+    ("1G x 2", "hugepagesz=1G hugepages=2", 1048576, {0: 1, 1: 1}, 2, None),
+    ("1G per node", "hugepagesz=1G hugepages=0:1,1:1", 1048576,
+     {0: 1, 1: 1}, 2, None),
+    ("2M per node", "hugepages=0:100,1:50", 2048, {0: 100, 1: 50}, 150, None),
+    ("2M per node, more than node 0 has", "hugepages=0:3000,1:100", 2048,
+     None, None, r"HugeTLB: allocating 3000 of page size 2\.00 MiB failed "
+     r"node0\.  Only allocated \d+ hugepages\."),
+]
+
+
+def cmd_hugetlbtest(args):
+    check = Checks()
+    for name, params, kb, per_node, total, warn in HUGETLB_SCENARIOS:
+        res = {}
+        for engine in args.engines:
+            r, log = boot(args, engine, params)
+            tag = re.sub(r"[^A-Za-z0-9]+", "-", f"{engine}-{name}").strip("-")
+            path = save_log(args, f"hugetlb-{tag}.log", log)
+            res[engine] = r
+            what = f"{name} [{params}], {engine}"
+            got = r["huge"].get(kb, {})
+            check(r["ok"] and not r["bad"],
+                  f"{what}: booted to userspace without BUG/WARNING "
+                  f"({r['wall']:.1f} s; {path})")
+            if per_node is not None:
+                check(got == per_node, f"{what}: pages per node from sysfs "
+                      f"{got}, expected {per_node}")
+            if total is not None:
+                check(sum(got.values()) == total, f"{what}: {total} pages in "
+                      f"all (sysfs: {sum(got.values())})")
+            if warn is not None:
+                check(re.search(warn, r["log"]) is not None,
+                      f"{what}: the shortfall is reported as upstream does")
+                check(0 < sum(got.values()) < 3100, f"{what}: a partial "
+                      f"allocation ({sum(got.values())} pages) and the boot "
+                      "went on")
+            n = sum(got.values())
+            check((n, kb, 0) in r["touch"], f"{what}: a guest program "
+                  f"mapped and touched all {n} pages ({r['touch']})")
+            eng = split_spec(engine)[0]
+            check(any(rep[4] == eng for rep in r["huge_report"]),
+                  f"{what}: the allocation went through the {eng} engine "
+                  f"({[rep[4] for rep in r['huge_report']]})")
+            if kb == 1048576 and eng == "rust":
+                check(bool(r["gigantic"]) and all(
+                    a == b for a, b in r["gigantic"].items()),
+                    f"{what}: each node's gigantic pages were initialised on "
+                    f"a CPU of that node ({r['gigantic']})")
+        engines = list(res)
+        for e in engines[1:]:
+            a = res[engines[0]]["huge"].get(kb, {})
+            b = res[e]["huge"].get(kb, {})
+            check(a == b and bool(a), f"{name}: {engines[0]} vs {e}: "
+                  f"identical pages per node ({a} vs {b})")
+    return check.finish("hugetlbtest")
+
+
+# What hugetlbbench allocates at boot: (label, kernel parameters).
+HUGETLB_BENCH = [
+    ("2M x 2048 (4 GiB)", "hugepages=2048"),
+    ("1G x 4 (4 GiB)", "hugepagesz=1G hugepages=4"),
+]
+
+
+def cmd_hugetlbbench(args):
+    """Boot-time hugetlb allocation time per engine, side by side."""
+    rows = []
+    for label, params in HUGETLB_BENCH:
+        for engine in args.engines:
+            us, threads = [], set()
+            for i in range(args.repeat):
+                r, log = boot(args, engine, params + " mtjob.notouch")
+                tag = re.sub(r"[^A-Za-z0-9]+", "-", f"{engine}-{label}-{i}")
+                save_log(args, f"hugetlbbench-{tag}.log", log)
+                if not r["ok"] or not r["huge_report"]:
+                    die(f"{engine} with {params} did not boot or report; "
+                        f"see {args.logdir}")
+                us.append(int(r["huge_report"][-1][3]))
+                threads.add(int(r["huge_report"][-1][5]))
+            rows.append((label, engine, sorted(threads), us))
+            print(f"{label:18} {engine:26} {statistics.median(us):>9.0f} us",
+                  flush=True)
+    print(f"\nHugeTLB boot allocation, {args.nodes} nodes, {args.cpus} vCPUs, "
+          f"{args.mem_gib} GiB, {args.repeat} boots each (TCG); for 1G pages "
+          "the time is the struct page init job (the pages themselves come "
+          "from memblock, serially, earlier):")
+    print(f"{'pages':18} {'engine':26} {'threads':>7} {'median us':>10} "
+          f"{'min us':>8} {'max us':>8}")
+    for label, engine, threads, us in rows:
+        print(f"{label:18} {engine:26} {','.join(map(str, threads)):>7} "
+              f"{statistics.median(us):>10.0f} {min(us):>8} {max(us):>8}")
+    return 0
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("command", choices=("run", "boottest"))
+    ap.add_argument("command", choices=("run", "boottest", "hugetlbtest",
+                                        "hugetlbbench"))
     ap.add_argument("--kbuild", default=os.path.join(REPO, "build", "kbuild"))
     ap.add_argument("--mem", dest="mem_gib", type=int, default=8,
                     help="guest memory in GiB, split evenly over the nodes")
@@ -267,7 +419,9 @@ def main():
     os.makedirs(args.logdir, exist_ok=True)
     args.initrd = os.path.join(os.path.dirname(args.logdir), "initramfs.cpio")
     make_initramfs(args.kbuild, args.initrd)
-    sys.exit({"run": cmd_run, "boottest": cmd_boottest}[args.command](args))
+    sys.exit({"run": cmd_run, "boottest": cmd_boottest,
+              "hugetlbtest": cmd_hugetlbtest,
+              "hugetlbbench": cmd_hugetlbbench}[args.command](args))
 
 
 if __name__ == "__main__":
