@@ -207,6 +207,18 @@ static void mt_job_test_max_threads(struct kunit *test)
 	}
 }
 
+/* A thread cap far above the CPUs neither fails nor starts more threads. */
+static void mt_job_test_many_threads(struct kunit *test)
+{
+	struct rec *r = rec_alloc(test, 0, 1 << 16);
+	struct mt_job job = job_of(r, 0, r->nr);
+
+	job.max_threads = INT_MAX;
+	KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+	expect_each_once(test, r);
+	KUNIT_EXPECT_LE(test, job.nr_threads, (int)num_online_cpus());
+}
+
 static int first_node_with_cpus(void)
 {
 	return first_node(node_states[N_CPU]);
@@ -502,6 +514,7 @@ static void mt_job_test_affinity_by_index_strict(struct kunit *test)
 static struct kunit_case mt_job_test_cases[] = {
 	KUNIT_CASE(mt_job_test_cover),
 	KUNIT_CASE(mt_job_test_max_threads),
+	KUNIT_CASE(mt_job_test_many_threads),
 	KUNIT_CASE(mt_job_test_affinity_node),
 	KUNIT_CASE(mt_job_test_affinity_interleave),
 	KUNIT_CASE(mt_job_test_affinity_by_index),

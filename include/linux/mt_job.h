@@ -62,7 +62,8 @@ enum mt_job_engine {
  * @min_chunk: no chunk is smaller than this except at the ends of the job;
  *	0 means no minimum.
  * @max_threads: upper bound on the threads working at once, the calling
- *	thread included (>= 1).  "mt_job.max_threads=" caps it further.
+ *	thread included (>= 1).  The Rust engine also caps it at the online
+ *	CPUs, and "mt_job.max_threads=" caps every job.
  * @affinity: where the helpers run, see &enum mt_job_affinity.
  * @node: the node for %MT_JOB_AFFINITY_NODE.
  * @node_of: for the by-index affinities, the node of an index

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
+#include <linux/cpumask.h>
 #include <linux/nodemask.h>
 #include <linux/topology.h>
 
@@ -21,4 +22,9 @@ unsigned int rust_helper___next_node_in(int node, const nodemask_t *srcp)
 unsigned int rust_helper_nr_cpus_node(int node)
 {
 	return nr_cpus_node(node);
+}
+
+unsigned int rust_helper_num_online_cpus(void)
+{
+	return num_online_cpus();
 }

@@ -6,8 +6,9 @@
 //! chunks that the calling thread and up to `max_threads - 1` helpers take from a shared cursor.
 //! Helpers are work items on `system_unbound_wq`, or, when the job has a node [`Affinity`], on
 //! `mt_job_node`, an unbound workqueue with strict NUMA affinity, queued with
-//! `queue_work_node()`. [`Job::run`] returns only after every helper has finished, so the
-//! chunk function may borrow from the caller's stack.
+//! `queue_work_node()`. [`Job::run`] returns only after every helper has finished (or was
+//! cancelled before it started, once the caller ran out of chunks), so the chunk function may
+//! borrow from the caller's stack.
 //!
 //! It is the successor of `padata_do_multithreaded()` (kernel/padata.c), which is `__init`,
 //! untyped, cannot return errors and only round-robins helpers over nodes. Compared with it:
@@ -354,7 +355,8 @@ impl<'a, I: Index> Job<'a, I> {
         self
     }
 
-    /// Sets the maximum number of threads working at once, the calling thread included.
+    /// Sets the maximum number of threads working at once, the calling thread included. A job
+    /// never uses more threads than there are online CPUs.
     ///
     /// # Errors
     ///
@@ -512,7 +514,11 @@ impl Plan {
         let align = job.align.get();
         // As padata: no more threads than units of `max(min_chunk, align)` in the range.
         let unit = job.min_chunk.max(align);
-        let mut threads = (size / unit).max(1).min(job.max_threads as u64);
+        // Like padata, whose pool of helpers has one per possible CPU, no more threads than CPUs:
+        // more would only take turns, and would cost helper allocations.
+        // SAFETY: `num_online_cpus()` has no preconditions.
+        let cpus = unsafe { bindings::num_online_cpus() }.max(1) as u64;
+        let mut threads = (size / unit).max(1).min(job.max_threads as u64).min(cpus);
         if let Affinity::Node(node) = job.affinity {
             // Helpers only run on the node's CPUs: more threads than it has CPUs would only
             // take turns on them.
@@ -521,7 +527,7 @@ impl Plan {
         if !cfg!(CONFIG_SMP) {
             threads = 1;
         }
-        let chunk = (size / (threads * CHUNKS_PER_THREAD))
+        let chunk = (size / threads.saturating_mul(CHUNKS_PER_THREAD))
             .max(job.min_chunk)
             .max(1);
         // `align` is a power of two, so the mask is its largest multiple when rounding overflows.
