@@ -126,27 +126,18 @@ kc=$(echo "$kline" | grep -o 'crashed: [0-9]*' | grep -o '[0-9]*')
 passed=$((passed + ${kp:-0}))
 failed=$((failed + ${kf:-0} + ${kc:-0}))
 
-boottest() {
-	python3 "$repo/scripts/guest.py" boottest --engines rust,padata |
-		tee "$logs/boottest.txt"
+guest_suite() {	# guest_suite NAME: run 'guest.py NAME' with both engines
+	python3 "$repo/scripts/guest.py" "$1" --engines rust,padata |
+		tee "$logs/$1.txt"
 	return "${PIPESTATUS[0]}"
 }
-stage boottest boottest; count $?
-bline=$(grep -o 'boottest: [0-9]* passed, [0-9]* failed' "$logs/boottest.txt")
-bp=$(echo "$bline" | awk '{print $2}')
-bf=$(echo "$bline" | awk '{print $4}')
-passed=$((passed + ${bp:-0}))
-failed=$((failed + ${bf:-0}))
-
-hugetlbtest() {
-	python3 "$repo/scripts/guest.py" hugetlbtest --engines rust,padata |
-		tee "$logs/hugetlbtest.txt"
-	return "${PIPESTATUS[0]}"
-}
-stage hugetlbtest hugetlbtest; count $?
-hline=$(grep -o 'hugetlbtest: [0-9]* passed, [0-9]* failed' "$logs/hugetlbtest.txt")
-passed=$((passed + $(echo "$hline" | awk '{print $2+0}')))
-failed=$((failed + $(echo "$hline" | awk '{print $4+0}')))
+for suite in boottest hugetlbtest; do
+	stage "$suite" guest_suite "$suite"; count $?
+	# Count the checks inside too: "NAME: N passed, N failed".
+	line=$(grep -o "$suite: [0-9]* passed, [0-9]* failed" "$logs/$suite.txt")
+	passed=$((passed + $(echo "$line" | awk '{print $2+0}')))
+	failed=$((failed + $(echo "$line" | awk '{print $4+0}')))
+done
 
 # Every patch of the series builds (about 10 minutes: one full build in a
 # second build directory, then one incremental build per patch).

@@ -349,8 +349,21 @@ def cmd_hugetlbtest(args):
         for e in engines[1:]:
             a = res[engines[0]]["huge"].get(kb, {})
             b = res[e]["huge"].get(kb, {})
-            check(a == b and bool(a), f"{name}: {engines[0]} vs {e}: "
-                  f"identical pages per node ({a} vs {b})")
+            if warn is None:
+                check(a == b and bool(a), f"{name}: {engines[0]} vs {e}: "
+                      f"identical pages per node ({a} vs {b})")
+                continue
+            # How much of a full node is left for huge pages depends on
+            # what the rest of the boot allocated there meanwhile (seen:
+            # 1945 and 1946): full nodes agree within 1%, others exactly.
+            full = [n for n in a if abs(a[n] - b.get(n, -1)) > 0 and
+                    re.search(rf"failed node{n}\.", res[e]["log"])]
+            same = all(a[n] == b.get(n) for n in a if n not in full)
+            close = all(abs(a[n] - b[n]) * 100 <= max(a[n], 1) for n in full)
+            check(bool(a) and a.keys() == b.keys() and same and close,
+                  f"{name}: {engines[0]} vs {e}: identical pages on the "
+                  f"nodes that were not full, within 1% on the full one "
+                  f"({a} vs {b})")
     return check.finish("hugetlbtest")
 
 
