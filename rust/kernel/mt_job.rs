@@ -63,7 +63,7 @@ use core::{
     marker::PhantomData,
     ops::Range,
     pin::Pin,
-    sync::atomic::{AtomicI32, AtomicPtr, AtomicUsize, Ordering},
+    sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicUsize, Ordering},
 };
 use macros::pin_data;
 
@@ -827,16 +827,23 @@ fn system_unbound_wq() -> *mut bindings::workqueue_struct {
 /// The workqueue of helpers queued on a node, created on first use.
 static NODE_WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(core::ptr::null_mut());
 
+/// Whether a caller is creating [`NODE_WQ`] (or gave up for good after a failure).
+static NODE_WQ_CLAIMED: AtomicBool = AtomicBool::new(false);
+
 /// Returns the workqueue for helpers that must run on a given node: unbound, with strict NUMA
 /// affinity, so that its workers only run on the CPUs of the node they were queued on.
 ///
 /// `system_unbound_wq` is not strict: the scheduler may wake its workers on any CPU, and in our
 /// KUnit runs (4 vCPUs, 2 nodes) a helper queued on one node ran chunks on the other in one run
-/// of ten. If the workqueue cannot be created, falls back to `system_unbound_wq`.
+/// of ten. The first caller creates the workqueue; callers racing with it, and all callers if
+/// creating it failed, use `system_unbound_wq` (placement then is a preference, not a promise).
 fn node_wq() -> *mut bindings::workqueue_struct {
     let wq = NODE_WQ.load(Ordering::Acquire);
     if !wq.is_null() {
         return wq;
+    }
+    if NODE_WQ_CLAIMED.swap(true, Ordering::AcqRel) {
+        return system_unbound_wq();
     }
     // SAFETY: the format string is a valid C string without conversions.
     let new = unsafe {
@@ -864,23 +871,12 @@ fn node_wq() -> *mut bindings::workqueue_struct {
         }
     };
     if ret != 0 {
-        // SAFETY: `new` was allocated above and nothing was queued on it.
+        // SAFETY: `new` was allocated above, never published, and nothing was queued on it.
         unsafe { bindings::destroy_workqueue(new) };
         return system_unbound_wq();
     }
-    match NODE_WQ.compare_exchange(
-        core::ptr::null_mut(),
-        new,
-        Ordering::AcqRel,
-        Ordering::Acquire,
-    ) {
-        Ok(_) => new,
-        Err(other) => {
-            // SAFETY: another caller won the race; `new` was never published nor used.
-            unsafe { bindings::destroy_workqueue(new) };
-            other
-        }
-    }
+    NODE_WQ.store(new, Ordering::Release);
+    new
 }
 
 /// A helper's work item.
