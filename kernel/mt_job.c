@@ -14,6 +14,7 @@
 #include <linux/bug.h>
 #include <linux/errno.h>
 #include <linux/export.h>
+#include <linux/init.h>
 #include <linux/kernel.h>
 #include <linux/log2.h>
 #include <linux/moduleparam.h>
@@ -204,3 +205,16 @@ int mt_job_run(struct mt_job *job)
 	return ret;
 }
 EXPORT_SYMBOL_GPL(mt_job_run);
+
+/*
+ * Create the Rust engine's node workqueue before the first jobs (deferred
+ * struct page init, one per node at once) need it.  Workqueues exist by
+ * early_initcall time; their per-node pools follow once the topology is known.
+ */
+static int __init mt_job_init(void)
+{
+	if (IS_ENABLED(CONFIG_MT_JOB_RUST))
+		mt_job_rust_init();
+	return 0;
+}
+early_initcall(mt_job_init);

@@ -65,6 +65,12 @@ fn run(job: &mut bindings::mt_job) -> Result {
     Ok(())
 }
 
+/// Prepares the Rust engine at boot; called once from an `early_initcall` in `kernel/mt_job.c`.
+#[no_mangle]
+pub extern "C" fn mt_job_rust_init() {
+    kernel::mt_job::prepare_node_workqueue();
+}
+
 /// Runs `job` on the Rust engine; see `mt_job_run()` for the rules.
 ///
 /// Returns 0, the first error a chunk returned, or `-EINVAL` for a job `mt_job_run()` would

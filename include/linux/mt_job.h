@@ -91,9 +91,12 @@ struct mt_job {
 int mt_job_run(struct mt_job *job);
 const char *mt_job_engine_name(enum mt_job_engine engine);
 
-#ifdef CONFIG_MT_JOB_RUST
-/* The Rust engine, kernel/mt_job_rust.rs; call mt_job_run() instead. */
+/*
+ * The Rust engine (kernel/mt_job_rust.rs), for kernel/mt_job.c only; declared
+ * without CONFIG_MT_JOB_RUST too, since its calls are compiled out with
+ * IS_ENABLED() rather than #ifdef.
+ */
 int mt_job_rust_run(struct mt_job *job);
-#endif
+void mt_job_rust_init(void);
 
 #endif /* _LINUX_MT_JOB_H */
