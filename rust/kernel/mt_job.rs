@@ -824,7 +824,7 @@ fn system_unbound_wq() -> *mut bindings::workqueue_struct {
     unsafe { bindings::system_unbound_wq }
 }
 
-/// The workqueue of helpers queued on a node, created on first use.
+/// The workqueue of helpers queued on a node, created at boot or by the first job needing it.
 static NODE_WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(core::ptr::null_mut());
 
 /// Whether a caller is creating [`NODE_WQ`] (or gave up for good after a failure).
