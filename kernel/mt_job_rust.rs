@@ -6,6 +6,7 @@
 //! C header: [`include/linux/mt_job.h`](srctree/include/linux/mt_job.h)
 
 use kernel::{
+    alloc::flags::{GFP_KERNEL, GFP_NOWAIT, __GFP_NOWARN},
     bindings,
     error::{code::EINVAL, to_result, Result},
     ffi::{c_int, c_ulong, c_void},
@@ -60,6 +61,11 @@ fn run(job: &mut bindings::mt_job) -> Result {
         .min_chunk(job.min_chunk as u64)
         .max_threads(usize::try_from(job.max_threads).unwrap_or(0))?
         .affinity(affinity)
+        .alloc_flags(if job.nowait {
+            GFP_NOWAIT | __GFP_NOWARN
+        } else {
+            GFP_KERNEL
+        })
         .run(|chunk| cb.chunk(chunk.start, chunk.end))?;
     job.nr_threads = report.threads() as c_int;
     Ok(())

@@ -68,6 +68,9 @@ enum mt_job_engine {
  * @node: the node for %MT_JOB_AFFINITY_NODE.
  * @node_of: for the by-index affinities, the node of an index
  *	(%NUMA_NO_NODE: none).
+ * @nowait: the engine allocates its helpers' work items with GFP_NOWAIT
+ *	instead of GFP_KERNEL, for callers that must not enter reclaim (the
+ *	mmu_gather free path); a failed allocation means fewer helpers.
  * @name: a short name for reports and warnings.
  * @engine: out: the engine that ran the job.
  * @nr_threads: out: the threads that worked on the job, the caller included.
@@ -83,6 +86,7 @@ struct mt_job {
 	enum mt_job_affinity affinity;
 	int node;
 	int (*node_of)(unsigned long index, void *arg);
+	bool nowait;
 	const char *name;
 	enum mt_job_engine engine;
 	int nr_threads;

@@ -46,7 +46,7 @@
 //! ```
 
 use crate::{
-    alloc::{flags::GFP_KERNEL, KVec},
+    alloc::{flags::GFP_KERNEL, Flags, KVec},
     bindings, c_str,
     error::{
         code::{EINVAL, ENOMEM},
@@ -270,6 +270,7 @@ pub struct Job<'a, I: Index> {
     min_chunk: u64,
     max_threads: usize,
     affinity: Affinity<'a, I>,
+    alloc_flags: Flags,
 }
 
 impl<'a, I: Index> Job<'a, I> {
@@ -303,6 +304,7 @@ impl<'a, I: Index> Job<'a, I> {
             min_chunk: 0,
             max_threads: 1,
             affinity: Affinity::None,
+            alloc_flags: GFP_KERNEL,
         })
     }
 
@@ -407,6 +409,31 @@ impl<'a, I: Index> Job<'a, I> {
         self
     }
 
+    /// Sets the flags of the engine's own allocations: the helpers' work items and, with a
+    /// by-index affinity, the per-node segments. [`GFP_KERNEL`] by default.
+    ///
+    /// Callers that must not enter reclaim, such as the mmu_gather free path, pass
+    /// `GFP_NOWAIT`: if an allocation fails, the job runs with fewer helpers (or as one segment),
+    /// never with an error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::alloc::flags::{GFP_NOWAIT, __GFP_NOWARN};
+    /// use kernel::mt_job::Job;
+    ///
+    /// let report = Job::new(0usize..64)?
+    ///     .max_threads(2)?
+    ///     .alloc_flags(GFP_NOWAIT | __GFP_NOWARN)
+    ///     .run(|_| Ok(()))?;
+    /// assert!(report.threads() >= 1 && report.threads() <= 2);
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn alloc_flags(mut self, flags: Flags) -> Self {
+        self.alloc_flags = flags;
+        self
+    }
+
     /// Runs `f` over every chunk of the range and waits for all helpers to finish.
     ///
     /// `f` may be called concurrently from several threads, in any order, in process context,
@@ -451,7 +478,7 @@ impl<'a, I: Index> Job<'a, I> {
         let whole = [Segment::new(0, plan.chunks, None)];
         let per_node = match self.affinity {
             Affinity::ByIndex(node_of) | Affinity::ByIndexStrict(node_of) => {
-                plan.segments::<I>(node_of)
+                plan.segments::<I>(node_of, self.alloc_flags)
             }
             _ => None,
         };
@@ -471,7 +498,7 @@ impl<'a, I: Index> Job<'a, I> {
             error: AtomicI32::new(0),
             _index: PhantomData,
         };
-        let threads = shared.run(&self.affinity, me, caller_on_node);
+        let threads = shared.run(&self.affinity, me, caller_on_node, self.alloc_flags);
         match shared.error.load(Ordering::Relaxed) {
             0 => Ok(Report {
                 threads,
@@ -570,13 +597,14 @@ impl Plan {
     fn segments<I: Index>(
         &self,
         node_of: &(dyn Fn(I) -> Option<NodeId> + Sync),
+        flags: Flags,
     ) -> Option<KVec<Segment>> {
         let mut segs = KVec::<Segment>::new();
         for k in 0..self.chunks {
             let node = node_of(I::from_u64(self.range(k).start));
             match segs.last_mut() {
                 Some(last) if last.node == node => last.end += 1,
-                _ => segs.push(Segment::new(k, k + 1, node), GFP_KERNEL).ok()?,
+                _ => segs.push(Segment::new(k, k + 1, node), flags).ok()?,
             }
         }
         Some(segs)
@@ -739,9 +767,15 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
     /// Returns the number of threads that took part.
     // `stack_pin_init!` declares its variable `mut` even when it is not mutated.
     #[allow(unused_mut)]
-    fn run(&self, affinity: &Affinity<'_, I>, me: NodeId, caller_on_node: bool) -> usize {
+    fn run(
+        &self,
+        affinity: &Affinity<'_, I>,
+        me: NodeId,
+        caller_on_node: bool,
+        flags: Flags,
+    ) -> usize {
         let wanted = self.plan.threads - usize::from(caller_on_node);
-        let mut helpers = Helper::alloc(wanted);
+        let mut helpers = Helper::alloc(wanted, flags);
         if helpers.is_empty() {
             self.work(me, Some(0));
             return 1;
@@ -910,10 +944,10 @@ struct Helper {
 
 impl Helper {
     /// Allocates `n` helpers, or fewer (down to none) when memory is short.
-    fn alloc(n: usize) -> KVec<Helper> {
+    fn alloc(n: usize, flags: Flags) -> KVec<Helper> {
         let mut n = n;
         while n > 0 {
-            if let Ok(mut v) = KVec::with_capacity(n, GFP_KERNEL) {
+            if let Ok(mut v) = KVec::with_capacity(n, flags) {
                 for _ in 0..n {
                     let helper = Helper {
                         work: Opaque::uninit(),
@@ -922,7 +956,7 @@ impl Helper {
                         node: None,
                     };
                     // Within the capacity, so this does not allocate and cannot fail.
-                    if v.push(helper, GFP_KERNEL).is_err() {
+                    if v.push(helper, flags).is_err() {
                         break;
                     }
                 }
