@@ -37,6 +37,11 @@ HUGE_REPORT_RE = re.compile(
     r"(\d+) us, engine (\w+), (\d+) threads")
 HUGE_TOUCH_RE = re.compile(r"^hugetlb_touch: (\d+) x (\d+) kB mapped and "
                            r"touched, (\d+) bad$", re.M)
+FREECASE_RE = re.compile(
+    r"^FREECASE (\S+) rc=(\d+) memfree_before=(\d+) memfree_after=(\d+) "
+    r"memfree_at_return=\d+ pf=(-?\d+) pft=(-?\d+) pff=(-?\d+)$", re.M)
+BENCH_RE = re.compile(r"^BENCH (\S+) FREE (\S+) mib=(\d+) thp=\d us=(\d+)$",
+                      re.M)
 GIGANTIC_RE = re.compile(r"HugeTLB: gigantic pages of node (\d+) initialised "
                          r"on node (\d+)")
 
@@ -68,7 +73,11 @@ def make_initramfs(kbuild, out):
         f"file /bin/busybox {BUSYBOX} 0755 0 0",
         "slink /bin/sh busybox 0777 0 0",
         f"file /init {init} 0755 0 0",
-    ] + [f"file /bin/{name} {path} 0755 0 0" for name, path in progs] + [""])
+    ] + [f"file /bin/{name} {path} 0755 0 0" for name, path in progs] + [
+        f"file /bin/{name} {os.path.join(REPO, 'tests', 'guest', name)} "
+        "0755 0 0" for name in sorted(os.listdir(
+            os.path.join(REPO, "tests", "guest"))) if name.endswith(".sh")
+    ] + [""])
     with tempfile.NamedTemporaryFile("w", suffix=".spec", delete=False) as f:
         f.write(spec)
         spec_path = f.name
@@ -164,7 +173,8 @@ def parse(log, spec, wall):
     mem = {k: int(v) for k, v in MEMINFO_RE.findall(body)}
     bad = [line for line in log.splitlines()
            if re.search(r"BUG:|WARNING:|Oops|Bad page state|"
-                        r"possible circular locking|Call Trace", line)]
+                        r"possible circular locking|Call Trace|soft lockup|"
+                        r"blocked for more than|BENCH-FAILED", line)]
     huge = {}
     for m in HUGE_NODE_RE.finditer(body):
         huge.setdefault(int(m.group(2)), {})[int(m.group(1))] = int(m.group(3))
@@ -404,11 +414,104 @@ def cmd_hugetlbbench(args):
     return 0
 
 
+# Parallel freeing cases run by tests/guest/free.sh: name -> what the vmstat
+# deltas must show (parallel flushes pf, their threads pft, fallbacks pff).
+# THP teardowns gather one entry per 2 MiB folio, so 2 GiB stays below the
+# default threshold (262144 entries) and is freed serially.
+FREE_CASES = {
+    "munmap-2g-thp-off": ("parallel, helpers joined",
+                          lambda pf, pft, pff: pf >= 1 and pft > pf),
+    "munmap-2g-thp-on": ("serial (1024 THP entries)", lambda pf, *_: pf == 0),
+    "exit-2g-thp-off": ("parallel, helpers joined",
+                        lambda pf, pft, pff: pf >= 1 and pft > pf),
+    "exit-2g-thp-on": ("serial (1024 THP entries)", lambda pf, *_: pf == 0),
+    "fork-cow-1200m": ("parallel", lambda pf, *_: pf >= 1),
+    "swap-2g": ("parallel", lambda pf, *_: pf >= 1),
+    "many-3x1200m": ("parallel, one per process at least",
+                     lambda pf, *_: pf >= 3),
+    "pressure": ("parallel", lambda pf, *_: pf >= 1),
+    "rt": ("serial fallback", lambda pf, pft, pff: pf == 0 and pff >= 1),
+    "taskset-cpu0": ("serial fallback",
+                     lambda pf, pft, pff: pf == 0 and pff >= 1),
+    "cgroup-cpu-max": ("serial fallback",
+                       lambda pf, pft, pff: pf == 0 and pff >= 1),
+    "busy-cpus": ("serial fallback", lambda pf, pft, pff: pf == 0 and pff >= 1),
+    "by-node-off": ("parallel", lambda pf, *_: pf >= 1),
+    "parallel-off": ("serial, no fallback counted",
+                     lambda pf, pft, pff: pf == 0 and pff == 0),
+    "lowest-threshold": ("parallel path taken >= 1000 times",
+                         lambda pf, *_: pf >= 1000),
+}
+# Free memory (MemFree + per-CPU lists) after a case may be below what it was
+# before by this much (kB): slab and page tables still held, vmstat drift.
+FREE_TOLERANCE_KB = 8 * 1024
+
+
+def cmd_freetest(args):
+    check = Checks()
+    r, log = boot(args, "rust", "mtjob.free=test")
+    path = save_log(args, "freetest.log", log)
+    check(r["ok"], f"guest ran the free tests and powered off "
+          f"({r['wall']:.1f} s; log {path})")
+    check(not r["bad"], "no BUG/WARNING/Bad page state/lockdep/soft lockup "
+          "in the log" + (f": {r['bad'][0]}" if r["bad"] else ""))
+    got = {m[0]: tuple(map(int, m[1:])) for m in FREECASE_RE.findall(log)}
+    for name, (what, ok) in FREE_CASES.items():
+        if name not in got:
+            check(False, f"{name}: no result in the log")
+            continue
+        rc, before, after, pf, pft, pff = got[name]
+        check(rc == 0, f"{name}: the workload succeeded (rc={rc})")
+        check(after >= before - FREE_TOLERANCE_KB,
+              f"{name}: MemFree returned ({before} -> {after} kB, "
+              f"tolerance {FREE_TOLERANCE_KB} kB)")
+        check(ok(pf, pft, pff), f"{name}: {what} (parallel_free +{pf}, "
+              f"threads +{pft}, fallback +{pff})")
+    return check.finish("freetest")
+
+
+def cmd_freebench(args):
+    """munmap()/exit() time, parallel freeing off vs by node vs interleaved."""
+    r, log = boot(args, "rust", f"mtjob.free=bench mtjob.free_reps={args.repeat}")
+    path = save_log(args, "freebench.log", log)
+    if not r["ok"] or r["bad"]:
+        die(f"the benchmark guest failed; see {path}")
+    res = {}
+    for mode, what, mib, us in BENCH_RE.findall(log):
+        res.setdefault((what, int(mib)), {}).setdefault(mode, []).append(
+            int(us))
+    if not res:
+        die(f"no BENCH lines in {path}")
+    modes = ("off", "by_node", "interleave")
+    print(f"Teardown time, THP off, {args.nodes} nodes, {args.cpus} vCPUs, "
+          f"{args.mem_gib} GiB, TCG, {args.repeat} runs each, interleaved; "
+          "median (min-max) ms; off = vm.parallel_free=0, by_node = default, "
+          "interleave = vm.parallel_free_by_node=0:")
+    print(f"{'teardown':14}" + "".join(f"{m:>24}" for m in modes) +
+          f"{'off/by_node':>13}{'off/interleave':>16}")
+    for (what, mib), by_mode in sorted(res.items()):
+        cells, med = [], {}
+        for m in modes:
+            us = by_mode.get(m, [])
+            if not us:
+                cells.append(f"{'-':>24}")
+                continue
+            med[m] = statistics.median(us)
+            cells.append(f"{med[m] / 1000:>9.0f} ({min(us) / 1000:.0f}-"
+                         f"{max(us) / 1000:.0f})".rjust(24))
+        ratio = [f"{med['off'] / med[m]:.2f}x" if m in med and "off" in med
+                 else "-" for m in ("by_node", "interleave")]
+        print(f"{what + ' ' + str(mib // 1024) + ' GiB':14}" + "".join(cells)
+              + f"{ratio[0]:>13}{ratio[1]:>16}")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("command", choices=("run", "boottest", "hugetlbtest",
-                                        "hugetlbbench"))
+                                        "hugetlbbench", "freetest",
+                                        "freebench"))
     ap.add_argument("--kbuild", default=os.path.join(REPO, "build", "kbuild"))
     ap.add_argument("--mem", dest="mem_gib", type=int, default=8,
                     help="guest memory in GiB, split evenly over the nodes")
@@ -434,7 +537,8 @@ def main():
     make_initramfs(args.kbuild, args.initrd)
     sys.exit({"run": cmd_run, "boottest": cmd_boottest,
               "hugetlbtest": cmd_hugetlbtest,
-              "hugetlbbench": cmd_hugetlbbench}[args.command](args))
+              "hugetlbbench": cmd_hugetlbbench, "freetest": cmd_freetest,
+              "freebench": cmd_freebench}[args.command](args))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Guest workloads for parallel freeing in the mmu_gather path: map anonymous
+ * memory, touch every page, tear it down with munmap() or exit(), and print
+ * what the host harness (scripts/guest.py freetest, freebench) parses:
+ *
+ *   FREE <what> mib=<MiB> thp=<0|1> us=<teardown time in µs>
+ *
+ * Memory is placed half on node 0 and half on node 1 (mbind(MPOL_BIND)
+ * before touching, as in the 2017 fake-NUMA experiment) when the guest has
+ * two nodes, so that grouping the batches by node can matter.
+ *
+ * Usage:
+ *   free_test munmap MIB THP            map, touch, time munmap()
+ *   free_test exit MIB THP              a child maps and touches; time its exit
+ *   free_test fork MIB                  COW-share with a child that rewrites
+ *                                       half; both exit, parent checks data
+ *   free_test swap MIB                  MADV_PAGEOUT half to swap, read back a
+ *                                       quarter (swap cache), munmap()
+ *   free_test many NPROC MIB            NPROC children exit at the same time
+ *   free_test loop ITERS MIB            ITERS x (munmap, fork + exit) of MIB
+ *   free_test hog MIB SECONDS           allocate, touch and free MIB in a loop
+ *   free_test rt COMMAND ...            COMMAND as a SCHED_FIFO task (priority
+ *                                       10); busybox-static has no chrt
+ *
+ * Exits 1 with a message on stderr when a syscall fails or data is wrong.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MPOL_BIND_MODE	2
+#define PAGE		4096UL
+
+static void die(const char *what)
+{
+	fprintf(stderr, "free_test: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static long now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000L + ts.tv_nsec / 1000;
+}
+
+static int two_nodes(void)
+{
+	return access("/sys/devices/system/node/node1", F_OK) == 0;
+}
+
+/* Maps @bytes, half bound to each node, THP on or off, every page written. */
+static char *map_touch(size_t bytes, int thp)
+{
+	char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	size_t half = bytes / 2 & ~(2UL * 1024 * 1024 - 1);
+
+	if (p == MAP_FAILED)
+		die("mmap");
+	if (madvise(p, bytes, thp ? MADV_HUGEPAGE : MADV_NOHUGEPAGE))
+		die("madvise");
+	if (two_nodes() && half) {
+		unsigned long n0 = 1, n1 = 2;
+
+		if (syscall(SYS_mbind, p, half, MPOL_BIND_MODE, &n0, 64, 0) ||
+		    syscall(SYS_mbind, p + half, bytes - half, MPOL_BIND_MODE,
+			    &n1, 64, 0))
+			die("mbind");
+	}
+	for (size_t off = 0; off < bytes; off += PAGE)
+		*(uint64_t *)(p + off) = off;
+	return p;
+}
+
+static size_t mib(const char *s)
+{
+	return strtoul(s, NULL, 0) << 20;
+}
+
+static void report(const char *what, size_t bytes, int thp, long us)
+{
+	printf("FREE %s mib=%zu thp=%d us=%ld\n", what, bytes >> 20, thp, us);
+	fflush(stdout);
+}
+
+static void do_munmap(size_t bytes, int thp)
+{
+	char *p = map_touch(bytes, thp);
+	long t0 = now_us();
+
+	if (munmap(p, bytes))
+		die("munmap");
+	report("munmap", bytes, thp, now_us() - t0);
+}
+
+static void do_exit(size_t bytes, int thp)
+{
+	int fds[2], status;
+	long t0;
+	pid_t pid;
+	char c;
+
+	if (pipe(fds))
+		die("pipe");
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		map_touch(bytes, thp);
+		if (write(fds[1], "x", 1) != 1)
+			_exit(1);
+		_exit(0);
+	}
+	if (read(fds[0], &c, 1) != 1)
+		die("read");
+	t0 = now_us();
+	if (waitpid(pid, &status, 0) != pid)
+		die("waitpid");
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		exit(1);
+	report("exit", bytes, thp, now_us() - t0);
+	close(fds[0]);
+	close(fds[1]);
+}
+
+static void do_fork(size_t bytes)
+{
+	char *p = map_touch(bytes, 0);
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		/* Break COW on every other page, then exit. */
+		for (size_t off = 0; off < bytes; off += 2 * PAGE)
+			*(uint64_t *)(p + off) = ~off;
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		die("child");
+	for (size_t off = 0; off < bytes; off += PAGE) {
+		if (*(uint64_t *)(p + off) != off) {
+			fprintf(stderr, "free_test: fork: parent page at %zu "
+				"changed after the child exited\n", off);
+			exit(1);
+		}
+	}
+	if (munmap(p, bytes))
+		die("munmap");
+	report("fork", bytes, 0, 0);
+}
+
+static void do_swap(size_t bytes)
+{
+	char *p = map_touch(bytes, 0);
+	long t0;
+
+	if (madvise(p, bytes / 2, MADV_PAGEOUT))
+		die("madvise(MADV_PAGEOUT)");
+	/* Fault a quarter back in: those pages are in the swap cache. */
+	for (size_t off = 0; off < bytes / 4; off += PAGE) {
+		if (*(uint64_t *)(p + off) != off) {
+			fprintf(stderr, "free_test: swap: page at %zu lost\n",
+				off);
+			exit(1);
+		}
+	}
+	t0 = now_us();
+	if (munmap(p, bytes))
+		die("munmap");
+	report("swap", bytes, 0, now_us() - t0);
+}
+
+static void do_many(int nproc, size_t bytes)
+{
+	int ready[2], go[2], status, failed = 0;
+	long t0;
+	char c;
+
+	if (pipe(ready) || pipe(go))
+		die("pipe");
+	for (int i = 0; i < nproc; i++) {
+		pid_t pid = fork();
+
+		if (pid < 0)
+			die("fork");
+		if (!pid) {
+			/* Only the parent's copy may hold the write end of go. */
+			close(go[1]);
+			map_touch(bytes, 0);
+			/* The parent closing go is the signal: read sees EOF. */
+			if (write(ready[1], "x", 1) != 1 ||
+			    read(go[0], &c, 1) != 0)
+				_exit(1);
+			_exit(0);
+		}
+	}
+	for (int i = 0; i < nproc; i++)
+		if (read(ready[0], &c, 1) != 1)
+			die("read");
+	t0 = now_us();
+	/* Closing the pipe releases every child at once. */
+	close(go[1]);
+	for (int i = 0; i < nproc; i++) {
+		if (wait(&status) < 0)
+			die("wait");
+		failed |= !WIFEXITED(status) || WEXITSTATUS(status);
+	}
+	if (failed)
+		exit(1);
+	report("many", bytes * nproc, 0, now_us() - t0);
+}
+
+static void do_loop(long iters, size_t bytes)
+{
+	long t0 = now_us();
+
+	for (long i = 0; i < iters; i++) {
+		char *p = map_touch(bytes, i & 1);
+		int status;
+		pid_t pid;
+
+		if (munmap(p, bytes))
+			die("munmap");
+		if (i % 8)
+			continue;
+		pid = fork();
+		if (pid < 0)
+			die("fork");
+		if (!pid) {
+			map_touch(bytes, 0);
+			_exit(0);
+		}
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+		    WEXITSTATUS(status))
+			die("child");
+	}
+	report("loop", bytes, 0, now_us() - t0);
+}
+
+static void do_hog(size_t bytes, long seconds)
+{
+	long end = now_us() + seconds * 1000000L;
+
+	while (now_us() < end) {
+		char *p = map_touch(bytes, 0);
+
+		if (munmap(p, bytes))
+			die("munmap");
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 2 && !strcmp(argv[1], "rt")) {
+		struct sched_param sp = { .sched_priority = 10 };
+
+		if (sched_setscheduler(0, SCHED_FIFO, &sp))
+			die("sched_setscheduler(SCHED_FIFO)");
+		argc--;
+		argv++;
+	}
+	if (argc == 4 && !strcmp(argv[1], "munmap"))
+		do_munmap(mib(argv[2]), atoi(argv[3]));
+	else if (argc == 4 && !strcmp(argv[1], "exit"))
+		do_exit(mib(argv[2]), atoi(argv[3]));
+	else if (argc == 3 && !strcmp(argv[1], "fork"))
+		do_fork(mib(argv[2]));
+	else if (argc == 3 && !strcmp(argv[1], "swap"))
+		do_swap(mib(argv[2]));
+	else if (argc == 4 && !strcmp(argv[1], "many"))
+		do_many(atoi(argv[2]), mib(argv[3]));
+	else if (argc == 4 && !strcmp(argv[1], "loop"))
+		do_loop(atol(argv[2]), mib(argv[3]));
+	else if (argc == 4 && !strcmp(argv[1], "hog"))
+		do_hog(mib(argv[2]), atol(argv[3]));
+	else {
+		fprintf(stderr, "usage: see the top of tests/guest/free_test.c\n");
+		return 2;
+	}
+	return 0;
+}
