@@ -24,7 +24,7 @@ APPEND  ?=
 KMAKE = $(MAKE) -C $(TREE) O=$(KBUILD) LLVM=$(LLVM)
 
 .PHONY: all setup setup-if-needed base apply sync diff config kernel run check \
-	rustfmt series series-build bench-hugetlb clean distclean help
+	rustfmt series series-build bench-hugetlb bench-free clean distclean help
 
 all: help
 
@@ -36,6 +36,7 @@ help:
 	@echo "make sync    bring edits made in $(TREE) back into the overlay"
 	@echo "make kernel  apply, configure and build (incremental)"
 	@echo "make bench-hugetlb  hugetlb boot allocation time: rust, padata, 1 thread"
+	@echo "make bench-free     munmap/exit time of 2/4/6 GiB: parallel free off, by node, interleaved"
 	@echo "make series  cut the overlay into the RFC patches (build/series/)"
 	@echo "make series-build  build every patch of the series in turn"
 
@@ -85,6 +86,10 @@ BENCH_ENGINES ?= rust,padata,rust:mt_job.max_threads=1
 bench-hugetlb: kernel
 	python3 scripts/guest.py hugetlbbench --mem $(MEM) --cpus $(CPUS) \
 		--nodes $(NODES) --repeat $(REPEAT) --engines $(BENCH_ENGINES)
+
+bench-free: kernel
+	python3 scripts/guest.py freebench --mem $(MEM) --cpus $(CPUS) \
+		--nodes $(NODES) --repeat $(REPEAT) --timeout 3600
 
 series: apply
 	@python3 scripts/series.py --tree $(TREE) --out $(BUILD)/series

@@ -6,7 +6,7 @@
 //! C header: [`include/linux/mt_job.h`](srctree/include/linux/mt_job.h)
 
 use kernel::{
-    alloc::flags::{GFP_KERNEL, GFP_NOWAIT, __GFP_NOWARN},
+    alloc::flags::{__GFP_NOWARN, GFP_KERNEL, GFP_NOWAIT},
     bindings,
     error::{code::EINVAL, to_result, Result},
     ffi::{c_int, c_ulong, c_void},

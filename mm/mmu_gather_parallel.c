@@ -55,6 +55,7 @@
 #include <linux/oom.h>
 #include <linux/sched.h>
 #include <linux/sched/rt.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
 #include <linux/sysctl.h>
@@ -71,8 +72,8 @@
 #define TLB_UPSTREAM_ENTRIES \
 	(MMU_GATHER_BUNDLE + MAX_GATHER_BATCH_COUNT * MAX_GATHER_BATCH)
 
-/* Most pages one gather may hold back: 8 GiB of 4 KiB pages, 16 MiB of batches. */
-#define TLB_PARALLEL_FREE_MAX_THRESHOLD	(1UL << 21)
+/* Most pages one gather may hold back: 8 GiB (2097152 pages of 4 KiB). */
+#define TLB_PARALLEL_FREE_MAX_THRESHOLD	(SZ_8G / PAGE_SIZE)
 
 /* Sysctls, see Documentation/admin-guide/sysctl/vm.rst. */
 static int sysctl_parallel_free = 1;
@@ -318,8 +319,6 @@ static int tlb_parallel_free_sysctl(const struct ctl_table *table, int write,
 
 static unsigned long threshold_min = 1;
 static unsigned long threshold_max = TLB_PARALLEL_FREE_MAX_THRESHOLD;
-static int max_helpers_max = NR_CPUS;
-
 static struct ctl_table tlb_parallel_free_table[] = {
 	{
 		.procname	= "parallel_free",
@@ -346,7 +345,7 @@ static struct ctl_table tlb_parallel_free_table[] = {
 		.mode		= 0644,
 		.proc_handler	= tlb_parallel_free_sysctl,
 		.extra1		= SYSCTL_ONE,
-		.extra2		= &max_helpers_max,
+		.extra2		= SYSCTL_INT_MAX,
 	},
 	{
 		.procname	= "parallel_free_by_node",

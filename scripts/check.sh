@@ -126,12 +126,12 @@ kc=$(echo "$kline" | grep -o 'crashed: [0-9]*' | grep -o '[0-9]*')
 passed=$((passed + ${kp:-0}))
 failed=$((failed + ${kf:-0} + ${kc:-0}))
 
-guest_suite() {	# guest_suite NAME: run 'guest.py NAME' with both engines
+guest_suite() {	# guest_suite NAME: run 'guest.py NAME' (both engines where it boots each)
 	python3 "$repo/scripts/guest.py" "$1" --engines rust,padata |
 		tee "$logs/$1.txt"
 	return "${PIPESTATUS[0]}"
 }
-for suite in boottest hugetlbtest; do
+for suite in boottest hugetlbtest freetest; do
 	stage "$suite" guest_suite "$suite"; count $?
 	# Count the checks inside too: "NAME: N passed, N failed".
 	line=$(grep -o "$suite: [0-9]* passed, [0-9]* failed" "$logs/$suite.txt")

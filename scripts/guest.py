@@ -449,6 +449,9 @@ FREE_TOLERANCE_KB = 8 * 1024
 
 def cmd_freetest(args):
     check = Checks()
+    # One boot runs every case (about 8 minutes under TCG on 2 host cores);
+    # the mt_job engine after boot is always the Rust one.
+    args.timeout = max(args.timeout, 1800)
     r, log = boot(args, "rust", "mtjob.free=test")
     path = save_log(args, "freetest.log", log)
     check(r["ok"], f"guest ran the free tests and powered off "
