@@ -511,6 +511,41 @@ static void mt_job_test_affinity_by_index_strict(struct kunit *test)
 	}
 }
 
+static int nowait_node(unsigned long index, void *arg)
+{
+	return index < 2048 ? first_node_with_cpus() :
+			      last_node(node_states[N_CPU]);
+}
+
+/*
+ * nowait: the engine's allocations use GFP_NOWAIT (the mmu_gather free path);
+ * the job still covers every index, by index as well, and runs in parallel.
+ */
+static void mt_job_test_nowait(struct kunit *test)
+{
+	enum mt_job_affinity aff;
+
+	for (aff = MT_JOB_AFFINITY_NONE; aff <= MT_JOB_AFFINITY_BY_INDEX;
+	     aff++) {
+		struct rec *r = rec_alloc(test, 0, 4096);
+		struct mt_job job = job_of(r, 0, r->nr);
+
+		if (aff == MT_JOB_AFFINITY_NODE)
+			continue;
+		r->delay_us = 2000;
+		job.max_threads = 4;
+		job.nowait = true;
+		job.affinity = aff;
+		job.node_of = aff == MT_JOB_AFFINITY_BY_INDEX ? nowait_node :
+								NULL;
+		KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+		expect_each_once(test, r);
+		KUNIT_EXPECT_LE(test, job.nr_threads, 4);
+		if (IS_ENABLED(CONFIG_MT_JOB_RUST) && num_online_cpus() > 1)
+			KUNIT_EXPECT_GE(test, atomic_read(&r->max_active), 2);
+	}
+}
+
 static struct kunit_case mt_job_test_cases[] = {
 	KUNIT_CASE(mt_job_test_cover),
 	KUNIT_CASE(mt_job_test_max_threads),
@@ -524,6 +559,7 @@ static struct kunit_case mt_job_test_cases[] = {
 	KUNIT_CASE(mt_job_test_ulong_max),
 	KUNIT_CASE(mt_job_test_concurrent),
 	KUNIT_CASE(mt_job_test_affinity_by_index_strict),
+	KUNIT_CASE(mt_job_test_nowait),
 	{}
 };
 

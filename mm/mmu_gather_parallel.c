@@ -319,6 +319,7 @@ static int tlb_parallel_free_sysctl(const struct ctl_table *table, int write,
 
 static unsigned long threshold_min = 1;
 static unsigned long threshold_max = TLB_PARALLEL_FREE_MAX_THRESHOLD;
+
 static struct ctl_table tlb_parallel_free_table[] = {
 	{
 		.procname	= "parallel_free",

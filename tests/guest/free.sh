@@ -80,28 +80,32 @@ on_busy_cpus() {
 	return $rc
 }
 
-lowest_threshold() {
-	echo 1 > $VM/parallel_free_threshold || return 1
-	free_test loop 1200 8
+# with_sysctl NAME VALUE COMMAND...: run COMMAND with vm.NAME=VALUE, then
+# restore the old value.
+with_sysctl() {
+	knob=$VM/$1
+	old=$(cat "$knob") && echo "$2" > "$knob" || return 1
+	shift 2
+	"$@"
 	rc=$?
-	echo 262144 > $VM/parallel_free_threshold
+	echo "$old" > "$knob"
 	return $rc
 }
 
-parallel_off() {
-	echo 0 > $VM/parallel_free || return 1
-	free_test munmap 2048 0
-	rc=$?
-	echo 1 > $VM/parallel_free
-	return $rc
-}
-
-by_node_off() {
-	echo 0 > $VM/parallel_free_by_node || return 1
-	free_test munmap 2048 0
-	rc=$?
-	echo 1 > $VM/parallel_free_by_node
-	return $rc
+# Out-of-range values are refused (EINVAL) and leave the old value.
+sysctl_bounds() {
+	for kv in parallel_free:2 parallel_free_threshold:0 \
+		parallel_free_threshold:2097153 parallel_free_max_helpers:0 \
+		parallel_free_by_node:-1; do
+		k=${kv%%:*}
+		v=${kv#*:}
+		old=$(cat $VM/$k)
+		if echo "$v" 2>/dev/null > $VM/$k; then
+			echo "free.sh: vm.$k accepted $v"
+			return 1
+		fi
+		[ "$(cat $VM/$k)" = "$old" ] || return 1
+	done
 }
 
 swap_on_zram() {
@@ -137,7 +141,8 @@ swap_on_zram || echo "free.sh: no swap on zram"
 grep -H . $VM/parallel_free*
 case $(arg mtjob.free) in
 test)
-	run_case parallel-off parallel_off
+	run_case parallel-off with_sysctl parallel_free 0 free_test munmap 2048 0
+	run_case sysctl-bounds sysctl_bounds
 	run_case munmap-2g-thp-off free_test munmap 2048 0
 	run_case munmap-2g-thp-on free_test munmap 2048 1
 	run_case exit-2g-thp-off free_test exit 2048 0
@@ -150,8 +155,8 @@ test)
 	run_case taskset-cpu0 taskset 1 free_test munmap 1200 0
 	run_case cgroup-cpu-max in_cpu_limited_cgroup
 	run_case busy-cpus on_busy_cpus
-	run_case by-node-off by_node_off
-	run_case lowest-threshold lowest_threshold
+	run_case by-node-off with_sysctl parallel_free_by_node 0 free_test munmap 2048 0
+	run_case lowest-threshold with_sysctl parallel_free_threshold 1 free_test loop 1200 8
 	;;
 bench)
 	bench
