@@ -119,14 +119,17 @@ bench() {
 	for i in $(seq "${reps:-3}"); do
 		for mib in 2048 4096 6144; do
 			for what in munmap exit; do
-				for mode in off by_node interleave; do
+				for mode in off by_node interleave by_node_1h; do
+					h=4
 					case $mode in
 					off) p=0 n=1 ;;
 					by_node) p=1 n=1 ;;
 					interleave) p=1 n=0 ;;
+					by_node_1h) p=1 n=1 h=1 ;;
 					esac
 					echo $p > $VM/parallel_free
 					echo $n > $VM/parallel_free_by_node
+					echo $h > $VM/parallel_free_max_helpers
 					out=$(free_test $what $mib 0) || echo "BENCH-FAILED $mode $what $mib"
 					echo "BENCH $mode $out"
 				done
@@ -135,6 +138,7 @@ bench() {
 	done
 	echo 1 > $VM/parallel_free
 	echo 1 > $VM/parallel_free_by_node
+	echo 4 > $VM/parallel_free_max_helpers
 }
 
 swap_on_zram || echo "free.sh: no swap on zram"
