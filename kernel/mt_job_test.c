@@ -513,8 +513,9 @@ static void mt_job_test_affinity_by_index_strict(struct kunit *test)
 
 static int nowait_node(unsigned long index, void *arg)
 {
-	return index < 2048 ? first_node_with_cpus() :
-			      last_node(node_states[N_CPU]);
+	int first = first_node_with_cpus();
+
+	return index < 2048 ? first : next_node_in(first, node_states[N_CPU]);
 }
 
 /*
