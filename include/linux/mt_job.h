@@ -68,9 +68,10 @@ enum mt_job_engine {
  * @node: the node for %MT_JOB_AFFINITY_NODE.
  * @node_of: for the by-index affinities, the node of an index
  *	(%NUMA_NO_NODE: none).
- * @nowait: the engine allocates its helpers' work items with GFP_NOWAIT
- *	instead of GFP_KERNEL, for callers that must not enter reclaim (the
- *	mmu_gather free path); a failed allocation means fewer helpers.
+ * @nowait: the engine allocates its bookkeeping (helpers' work items,
+ *	per-node segments) with GFP_NOWAIT instead of GFP_KERNEL, for callers
+ *	that must not enter reclaim (the mmu_gather free path); a failed
+ *	allocation means fewer helpers or one segment, never an error.
  * @name: a short name for reports and warnings.
  * @engine: out: the engine that ran the job.
  * @nr_threads: out: the threads that worked on the job, the caller included.
