@@ -88,8 +88,6 @@ static int sysctl_parallel_free_by_node = 1;
  * every flush, written by the sysctl handler under tlb_parallel_free_lock.
  */
 unsigned int tlb_parallel_free_batches __read_mostly = UINT_MAX;
-/* Batches a gather may allocate when it will be freed in parallel. */
-static unsigned int tlb_parallel_free_max_batches __read_mostly;
 static DEFINE_MUTEX(tlb_parallel_free_lock);
 /* Helpers of all parallel flushes in progress, <= max_helpers. */
 static atomic_t tlb_parallel_free_helpers = ATOMIC_INIT(0);
@@ -103,7 +101,7 @@ struct tlb_free_batch {
 static void tlb_parallel_free_update(void)
 {
 	unsigned long threshold = READ_ONCE(sysctl_parallel_free_threshold);
-	unsigned int min_batches, max_batches;
+	unsigned int min_batches;
 
 	lockdep_assert_held(&tlb_parallel_free_lock);
 	/*
@@ -114,9 +112,6 @@ static void tlb_parallel_free_update(void)
 		(threshold - MMU_GATHER_BUNDLE) / MAX_GATHER_BATCH : 0;
 	min_batches = min_t(unsigned int, min_batches,
 			    MAX_GATHER_BATCH_COUNT + 1);
-	max_batches = max_t(unsigned int, MAX_GATHER_BATCH_COUNT,
-			    DIV_ROUND_UP(threshold, MAX_GATHER_BATCH));
-	WRITE_ONCE(tlb_parallel_free_max_batches, max_batches);
 	WRITE_ONCE(tlb_parallel_free_batches,
 		   READ_ONCE(sysctl_parallel_free) ? min_batches : UINT_MAX);
 }
@@ -164,7 +159,10 @@ bool tlb_parallel_free_grow(struct mmu_gather *tlb)
 {
 	if (READ_ONCE(tlb_parallel_free_batches) == UINT_MAX)
 		return false;
-	if (tlb->batch_count >= READ_ONCE(tlb_parallel_free_max_batches))
+	/* Grow until the gather can hold the threshold, not beyond. */
+	if (tlb->batch_count >=
+	    DIV_ROUND_UP(READ_ONCE(sysctl_parallel_free_threshold),
+			 MAX_GATHER_BATCH))
 		return false;
 	return tlb_parallel_free_decide(tlb);
 }
@@ -253,7 +251,7 @@ bool __tlb_parallel_free_flush(struct mmu_gather *tlb)
 	threshold = READ_ONCE(sysctl_parallel_free_threshold);
 	if (entries < threshold && entries <= TLB_UPSTREAM_ENTRIES)
 		return false;
-	if (!READ_ONCE(sysctl_parallel_free) || !tlb_parallel_free_decide(tlb))
+	if (!tlb_parallel_free_decide(tlb))
 		return false;
 
 	helpers = tlb_parallel_free_reserve();

@@ -39,7 +39,7 @@ HUGE_TOUCH_RE = re.compile(r"^hugetlb_touch: (\d+) x (\d+) kB mapped and "
                            r"touched, (\d+) bad$", re.M)
 FREECASE_RE = re.compile(
     r"^FREECASE (\S+) rc=(\d+) memfree_before=(\d+) memfree_after=(\d+) "
-    r"memfree_at_return=\d+ pf=(-?\d+) pft=(-?\d+) pff=(-?\d+)$", re.M)
+    r"pf=(-?\d+) pft=(-?\d+) pff=(-?\d+)$", re.M)
 BENCH_RE = re.compile(r"^BENCH (\S+) FREE (\S+) mib=(\d+) thp=\d us=(\d+)$",
                       re.M)
 GIGANTIC_RE = re.compile(r"HugeTLB: gigantic pages of node (\d+) initialised "

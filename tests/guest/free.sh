@@ -14,18 +14,6 @@ memfree() {
 	pcp=$(awk '$1 == "count:" { n += $2 } END { print n * 4 }' /proc/zoneinfo)
 	echo $(($(awk '$1 == "MemFree:" { print $2 }' /proc/meminfo) + pcp))
 }
-# MemFree once it stops rising: pages freed to per-CPU lists reach the free
-# counters when vmstat folds them, within seconds.
-memfree_settled() {
-	last=$(memfree)
-	for i in 1 2 3 4 5 6 7 8 9 10; do
-		sleep 1
-		now=$(memfree)
-		[ "$now" -le "$last" ] && break
-		last=$now
-	done
-	echo "$now"
-}
 vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
 
 run_case() {
@@ -35,9 +23,7 @@ run_case() {
 	t0=$(vmstat parallel_free_threads); f0=$(vmstat parallel_free_fallback)
 	"$@"
 	rc=$?
-	mf1=$(memfree)
-	echo "FREECASE $name rc=$rc memfree_before=$mf0 memfree_after=$(memfree_settled)" \
-		"memfree_at_return=$mf1" \
+	echo "FREECASE $name rc=$rc memfree_before=$mf0 memfree_after=$(memfree)" \
 		"pf=$(($(vmstat parallel_free) - a0))" \
 		"pft=$(($(vmstat parallel_free_threads) - t0))" \
 		"pff=$(($(vmstat parallel_free_fallback) - f0))"

@@ -80,7 +80,7 @@ static char *map_touch(size_t bytes, int thp)
 			    &n1, 64, 0))
 			die("mbind");
 	}
-	/* One madvise() instead of a fault per page: 3x faster under TCG. */
+	/* One madvise() instead of a page fault per page. */
 	if (madvise(p, bytes, MADV_POPULATE_WRITE))
 		die("madvise(MADV_POPULATE_WRITE)");
 	for (size_t off = 0; off < bytes; off += PAGE)
