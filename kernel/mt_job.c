@@ -24,6 +24,8 @@
 #include <linux/padata.h>
 #include <linux/string.h>
 
+#include "mt_job_internal.h"
+
 static const char * const mt_job_engine_names[] = {
 	[MT_JOB_ENGINE_SERIAL]	= "serial",
 	[MT_JOB_ENGINE_RUST]	= "rust",
@@ -91,11 +93,20 @@ static int mt_job_check(const struct mt_job *job)
 	return -EINVAL;
 }
 
+/* One meaning for a chunk's return in every engine: negative is an error. */
+static int mt_job_chunk(struct mt_job *job, unsigned long start,
+			unsigned long end)
+{
+	int ret = job->thread_fn(start, end, job->fn_arg);
+
+	return ret < 0 ? ret : 0;
+}
+
 static int mt_job_run_serial(struct mt_job *job)
 {
 	job->engine = MT_JOB_ENGINE_SERIAL;
 	job->nr_threads = 1;
-	return job->thread_fn(job->start, job->start + job->size, job->fn_arg);
+	return mt_job_chunk(job, job->start, job->start + job->size);
 }
 
 #ifdef CONFIG_PADATA
@@ -113,7 +124,7 @@ static void __init mt_job_padata_chunk(unsigned long start, unsigned long end,
 	/* padata cannot stop handing out chunks: skip them after an error. */
 	if (atomic_read(&p->error))
 		return;
-	ret = p->job->thread_fn(start, end, p->job->fn_arg);
+	ret = mt_job_chunk(p->job, start, end);
 	if (ret)
 		atomic_cmpxchg(&p->error, 0, ret);
 }
@@ -183,6 +194,7 @@ int mt_job_run(struct mt_job *job)
 	if (ret)
 		return ret;
 	job->nr_threads = 0;
+	job->nr_off_node = 0;
 	job->engine = READ_ONCE(mt_job_engine);
 	if (!job->size)
 		return 0;
@@ -213,8 +225,12 @@ EXPORT_SYMBOL_GPL(mt_job_run);
  */
 static int __init mt_job_init(void)
 {
+	/*
+	 * On failure jobs queue node-affine helpers on system_unbound_wq; the
+	 * first such job warns once.
+	 */
 	if (IS_ENABLED(CONFIG_MT_JOB_RUST))
-		mt_job_rust_init();
+		return mt_job_rust_init();
 	return 0;
 }
 early_initcall(mt_job_init);

@@ -3,7 +3,8 @@
 //! The Rust engine behind `mt_job_run()`: turns a checked C `struct mt_job` into a
 //! [`kernel::mt_job::Job`] over `usize` indices and runs it.
 //!
-//! C header: [`include/linux/mt_job.h`](srctree/include/linux/mt_job.h)
+//! C header: [`include/linux/mt_job.h`](srctree/include/linux/mt_job.h); the entry points are
+//! declared for `kernel/mt_job.c` in `kernel/mt_job_internal.h`.
 
 use kernel::{
     alloc::flags::{__GFP_NOWARN, GFP_KERNEL, GFP_NOWAIT},
@@ -27,11 +28,13 @@ struct Callbacks {
 unsafe impl Sync for Callbacks {}
 
 impl Callbacks {
+    /// Runs one chunk; a positive return is success, as in every engine (`mt_job.h`).
     fn chunk(&self, start: c_ulong, end: c_ulong) -> Result {
         // SAFETY: `thread_fn` is a valid function by the contract of `mt_job_rust_run`.
         to_result(unsafe { (self.thread_fn)(start, end, self.arg) })
     }
 
+    /// The node of `index`; `NUMA_NO_NODE` or any other impossible node means no node.
     fn node(&self, index: c_ulong) -> Option<NodeId> {
         // SAFETY: `node_of` is a valid function by the contract of `mt_job_rust_run`.
         let node = unsafe { (self.node_of?)(index, self.arg) };
@@ -47,14 +50,23 @@ fn run(job: &mut bindings::mt_job) -> Result {
     };
     let end = job.start.checked_add(job.size).ok_or(EINVAL)?;
     let node_of = |index: c_ulong| cb.node(index);
+    let by_index = matches!(
+        job.affinity,
+        bindings::mt_job_affinity_MT_JOB_AFFINITY_BY_INDEX
+            | bindings::mt_job_affinity_MT_JOB_AFFINITY_BY_INDEX_STRICT
+    );
+    if by_index && cb.node_of.is_none() {
+        return Err(EINVAL);
+    }
     let affinity = match job.affinity {
+        bindings::mt_job_affinity_MT_JOB_AFFINITY_NONE => Affinity::None,
         bindings::mt_job_affinity_MT_JOB_AFFINITY_INTERLEAVE => Affinity::Interleave,
         bindings::mt_job_affinity_MT_JOB_AFFINITY_NODE => Affinity::Node(NodeId::new(job.node)?),
         bindings::mt_job_affinity_MT_JOB_AFFINITY_BY_INDEX => Affinity::ByIndex(&node_of),
         bindings::mt_job_affinity_MT_JOB_AFFINITY_BY_INDEX_STRICT => {
             Affinity::ByIndexStrict(&node_of)
         }
-        _ => Affinity::None,
+        _ => return Err(EINVAL),
     };
     let report = Job::new(job.start..end)?
         .align(Align::new(job.align as u64)?)
@@ -67,14 +79,21 @@ fn run(job: &mut bindings::mt_job) -> Result {
             GFP_KERNEL
         })
         .run(|chunk| cb.chunk(chunk.start, chunk.end))?;
-    job.nr_threads = report.threads() as c_int;
+    job.nr_threads = c_int::try_from(report.threads()).unwrap_or(c_int::MAX);
+    job.nr_off_node = c_ulong::try_from(report.off_node()).unwrap_or(c_ulong::MAX);
     Ok(())
 }
 
 /// Prepares the Rust engine at boot; called once from an `early_initcall` in `kernel/mt_job.c`.
+///
+/// Returns 0 or the error of creating the node workqueue (jobs then queue node-affine helpers on
+/// `system_unbound_wq`).
 #[no_mangle]
-pub extern "C" fn mt_job_rust_init() {
-    kernel::mt_job::prepare_node_workqueue();
+pub extern "C" fn mt_job_rust_init() -> c_int {
+    match kernel::mt_job::prepare_node_workqueue() {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
 }
 
 /// Runs `job` on the Rust engine; see `mt_job_run()` for the rules.

@@ -9,6 +9,7 @@
 #include <kunit/test.h>
 #include <linux/atomic.h>
 #include <linux/completion.h>
+#include <linux/cpu.h>
 #include <linux/delay.h>
 #include <linux/kthread.h>
 #include <linux/limits.h>
@@ -547,6 +548,285 @@ static void mt_job_test_nowait(struct kunit *test)
 	}
 }
 
+static int first_node_without_cpus(void)
+{
+	int node;
+
+	for_each_node_state(node, N_MEMORY)
+		if (!node_state(node, N_CPU))
+			return node;
+	return NUMA_NO_NODE;
+}
+
+/* Thirds of the range on three nodes: @lo, @hi and @cpuless. */
+struct thirds {
+	struct rec *r;
+	int node[3];
+};
+
+static int thirds_fn(unsigned long start, unsigned long end, void *arg)
+{
+	struct thirds *t = arg;
+
+	return rec_fn(start, end, t->r);
+}
+
+static int thirds_node(unsigned long index, void *arg)
+{
+	struct thirds *t = arg;
+
+	return t->node[min(3 * (index - t->r->base) / t->r->nr, 2UL)];
+}
+
+/*
+ * A node with memory and no CPU: node-affine jobs on it run on the caller,
+ * by-index jobs run its chunks somewhere, strict ones too, also with fewer
+ * threads than nodes; the engine counts those chunks as off their node.
+ */
+static void mt_job_test_cpuless_node(struct kunit *test)
+{
+	static const enum mt_job_affinity affs[] = {
+		MT_JOB_AFFINITY_NODE, MT_JOB_AFFINITY_BY_INDEX,
+		MT_JOB_AFFINITY_BY_INDEX_STRICT,
+	};
+	struct thirds t;
+	unsigned int a;
+	int threads;
+
+	t.node[2] = first_node_without_cpus();
+	if (t.node[2] == NUMA_NO_NODE)
+		kunit_skip(test, "needs a node with memory and no CPU");
+	t.node[0] = first_node_with_cpus();
+	t.node[1] = next_node_in(t.node[0], node_states[N_CPU]);
+	for (a = 0; a < ARRAY_SIZE(affs); a++) {
+		for (threads = 1; threads <= 4; threads++) {
+			struct mt_job job;
+
+			t.r = rec_alloc(test, 3000, 3 << 12);
+			t.r->delay_us = 100;
+			job = job_of(t.r, t.r->base, t.r->nr);
+			job.thread_fn = thirds_fn;
+			job.fn_arg = &t;
+			job.max_threads = threads;
+			job.affinity = affs[a];
+			job.node = t.node[2];
+			job.node_of = thirds_node;
+			KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+			expect_each_once(test, t.r);
+			if (job.engine == MT_JOB_ENGINE_RUST)
+				KUNIT_EXPECT_GT_MSG(test, job.nr_off_node, 0UL,
+						    "affinity %d, %d threads",
+						    affs[a], threads);
+			if (affs[a] == MT_JOB_AFFINITY_NODE)
+				KUNIT_EXPECT_EQ(test, job.nr_threads, 1);
+			kunit_kfree(test, t.r->counts);
+			kunit_kfree(test, t.r);
+		}
+	}
+}
+
+struct hotplug {
+	struct completion done;
+	bool stop;
+	unsigned int cycles;
+	int err;
+};
+
+/* Offline CPUs from the last down to CPU 1, then online them again. */
+static int hotplug_fn(void *arg)
+{
+	struct hotplug *h = arg;
+	int cpu, ret;
+
+	while (!READ_ONCE(h->stop)) {
+		for (cpu = nr_cpu_ids - 1; cpu > 0; cpu--) {
+			if (!cpu_online(cpu))
+				continue;
+			ret = remove_cpu(cpu);
+			if (ret && !h->err)
+				h->err = ret;
+			msleep(5);
+		}
+		for (cpu = 1; cpu < nr_cpu_ids; cpu++) {
+			if (!cpu_present(cpu) || cpu_online(cpu))
+				continue;
+			ret = add_cpu(cpu);
+			if (ret && !h->err)
+				h->err = ret;
+			msleep(5);
+		}
+		h->cycles++;
+	}
+	complete(&h->done);
+	return 0;
+}
+
+/*
+ * CPUs (and with them whole nodes' CPUs) go offline and online while jobs of
+ * every affinity run: every job covers every index exactly once.  At least
+ * 250 jobs, and until two hotplug cycles went by (at most 5000 jobs).
+ */
+static void mt_job_test_hotplug(struct kunit *test)
+{
+	struct hotplug h = { .stop = false };
+	struct task_struct *task;
+	unsigned int i, bad = 0;
+	struct thirds t;
+
+	if (!IS_ENABLED(CONFIG_HOTPLUG_CPU) || num_present_cpus() < 2)
+		kunit_skip(test, "needs CPU hotplug and 2 CPUs");
+	t.node[0] = first_node_with_cpus();
+	t.node[1] = next_node_in(t.node[0], node_states[N_POSSIBLE]);
+	t.node[2] = next_node_in(t.node[1], node_states[N_POSSIBLE]);
+	init_completion(&h.done);
+	task = kthread_run(hotplug_fn, &h, "mt_job_test/hotplug");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(task));
+	for (i = 0; i < 250 || (READ_ONCE(h.cycles) < 2 && i < 5000); i++) {
+		struct mt_job job;
+		int ret;
+
+		t.r = rec_alloc(test, 0, 4096 + i);
+		t.r->delay_us = 20;
+		job = job_of(t.r, 0, t.r->nr);
+		job.thread_fn = thirds_fn;
+		job.fn_arg = &t;
+		job.max_threads = 1 + i % 4;
+		job.affinity = i % 5;
+		job.node = t.node[i % 3];
+		job.node_of = thirds_node;
+		job.nowait = i % 7 == 0;
+		ret = mt_job_run(&job);
+		KUNIT_EXPECT_EQ_MSG(test, ret, 0, "job %u", i);
+		expect_each_once(test, t.r);
+		bad += ret != 0;
+		kunit_kfree(test, t.r->counts);
+		kunit_kfree(test, t.r);
+	}
+	WRITE_ONCE(h.stop, true);
+	wait_for_completion(&h.done);
+	KUNIT_EXPECT_EQ(test, bad, 0U);
+	KUNIT_EXPECT_EQ(test, h.err, 0);
+	KUNIT_EXPECT_GT(test, h.cycles, 0U);
+	KUNIT_EXPECT_EQ(test, num_online_cpus(), num_present_cpus());
+	kunit_info(test, "%u jobs over %u hotplug cycles\n", i, h.cycles);
+}
+
+struct nested {
+	struct rec *r;		/* the inner jobs' indices */
+	enum mt_job_affinity affinity;
+	int node;
+	atomic_t errors;
+};
+
+/* Every other run of 1024 indices on the first node, the others on none. */
+static int nested_node_of(unsigned long index, void *arg)
+{
+	return index & 1024 ? first_node_with_cpus() : NUMA_NO_NODE;
+}
+
+/* An outer chunk [start, end) runs indices [start * 256, end * 256). */
+static int nested_outer_fn(unsigned long start, unsigned long end, void *arg)
+{
+	struct nested *n = arg;
+	struct mt_job job = job_of(n->r, start * 256, (end - start) * 256);
+	int ret;
+
+	job.max_threads = 2;
+	job.affinity = n->affinity;
+	job.node = n->node;
+	job.node_of = nested_node_of;
+	job.fn_arg = n->r;
+	ret = mt_job_run(&job);
+	if (ret)
+		atomic_inc(&n->errors);
+	return ret;
+}
+
+/* A chunk function that runs a job of its own, for every affinity. */
+static void mt_job_test_nested(struct kunit *test)
+{
+	enum mt_job_affinity aff;
+
+	for (aff = MT_JOB_AFFINITY_NONE; aff <= MT_JOB_AFFINITY_BY_INDEX_STRICT;
+	     aff++) {
+		struct nested n = {
+			.affinity = aff,
+			.node = first_node_with_cpus(),
+			.errors = ATOMIC_INIT(0),
+		};
+		struct mt_job job;
+
+		n.r = rec_alloc(test, 0, 64 * 256);
+		n.r->delay_us = 10;
+		job = job_of(n.r, 0, 64);
+		job.thread_fn = nested_outer_fn;
+		job.fn_arg = &n;
+		job.max_threads = 4;
+		job.affinity = aff;
+		job.node = n.node;
+		job.node_of = nested_node_of;
+		KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+		KUNIT_EXPECT_EQ(test, atomic_read(&n.errors), 0);
+		expect_each_once(test, n.r);
+		kunit_kfree(test, n.r->counts);
+		kunit_kfree(test, n.r);
+	}
+}
+
+/*
+ * The engine's helper and segment allocations fail (failslab's fail-nth,
+ * which reaches GFP_NOWAIT allocations): the job still runs every index,
+ * with fewer threads.
+ */
+static void mt_job_test_alloc_failure(struct kunit *test)
+{
+#ifdef CONFIG_FAILSLAB
+	enum mt_job_affinity aff;
+	unsigned int nth;
+
+	for (aff = MT_JOB_AFFINITY_NONE; aff <= MT_JOB_AFFINITY_BY_INDEX_STRICT;
+	     aff++) {
+		for (nth = 1; nth <= 6; nth++) {
+			struct rec *r = rec_alloc(test, 0, 4096);
+			struct mt_job job = job_of(r, 0, r->nr);
+			int ret;
+
+			r->delay_us = 200;
+			job.max_threads = 4;
+			job.nowait = true;
+			job.affinity = aff;
+			job.node = first_node_with_cpus();
+			job.node_of = nowait_node;
+			current->fail_nth = nth;
+			ret = mt_job_run(&job);
+			/* Not reached: fewer allocations than nth. */
+			current->fail_nth = 0;
+			KUNIT_EXPECT_EQ(test, ret, 0);
+			expect_each_once(test, r);
+			KUNIT_EXPECT_GE(test, job.nr_threads, 1);
+			kunit_kfree(test, r->counts);
+			kunit_kfree(test, r);
+		}
+	}
+	/* With the first allocation failing, no helper: the caller alone. */
+	{
+		struct rec *r = rec_alloc(test, 0, 4096);
+		struct mt_job job = job_of(r, 0, r->nr);
+
+		job.max_threads = 4;
+		job.nowait = true;
+		current->fail_nth = 1;
+		KUNIT_EXPECT_EQ(test, mt_job_run(&job), 0);
+		current->fail_nth = 0;
+		expect_each_once(test, r);
+		if (job.engine == MT_JOB_ENGINE_RUST)
+			KUNIT_EXPECT_EQ(test, job.nr_threads, 1);
+	}
+#else
+	kunit_skip(test, "needs CONFIG_FAILSLAB");
+#endif
+}
+
 static struct kunit_case mt_job_test_cases[] = {
 	KUNIT_CASE(mt_job_test_cover),
 	KUNIT_CASE(mt_job_test_max_threads),
@@ -561,6 +841,10 @@ static struct kunit_case mt_job_test_cases[] = {
 	KUNIT_CASE(mt_job_test_concurrent),
 	KUNIT_CASE(mt_job_test_affinity_by_index_strict),
 	KUNIT_CASE(mt_job_test_nowait),
+	KUNIT_CASE(mt_job_test_cpuless_node),
+	KUNIT_CASE_SLOW(mt_job_test_hotplug),
+	KUNIT_CASE(mt_job_test_nested),
+	KUNIT_CASE(mt_job_test_alloc_failure),
 	{}
 };
 

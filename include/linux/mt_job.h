@@ -19,7 +19,8 @@
  * @MT_JOB_AFFINITY_INTERLEAVE: helpers are spread round-robin over the nodes
  *	that have CPUs, as padata's numa_aware does.
  * @MT_JOB_AFFINITY_NODE: all helpers run on @mt_job.node; the calling thread
- *	takes chunks only when it runs on that node or no helper could be queued.
+ *	takes chunks while they run only when it runs on that node, the node has
+ *	no CPU, or the job is @mt_job.nowait.
  * @MT_JOB_AFFINITY_BY_INDEX: @mt_job.node_of tells which node each index
  *	lives on; helpers are queued on those nodes and take their own node's
  *	chunks first, then help with the others.
@@ -27,6 +28,11 @@
  *	chunks of node N run only on a helper queued on node N or on the caller
  *	if it runs on node N; chunks of nodes without CPUs or without a helper
  *	(@mt_job.max_threads below the number of nodes) run on the caller.
+ *
+ * Whatever the affinity, once every helper has finished or was cancelled
+ * before it started, the caller runs any chunk left, so placement is best
+ * effort and a job never ends without running every index (unless a chunk
+ * failed); @mt_job.nr_off_node counts the chunks that ran off their node.
  */
 enum mt_job_affinity {
 	MT_JOB_AFFINITY_NONE,
@@ -52,8 +58,9 @@ enum mt_job_engine {
  * struct mt_job - a multithreaded job over the half-open range
  *	[@start, @start + @size)
  * @thread_fn: called for each chunk [start, end) with @fn_arg; returns 0 or a
- *	negative errno.  The first error stops new chunks from being handed out
- *	and is returned by mt_job_run().  Runs in process context and may sleep.
+ *	negative errno (every engine treats a positive return as 0).  The first
+ *	error stops new chunks from being handed out and is returned by
+ *	mt_job_run().  Runs in process context and may sleep.
  * @fn_arg: argument of @thread_fn and @node_of.
  * @start: first index of the job (units are the caller's: pfns, pages, ...).
  * @size: number of indices; @start + @size must not overflow.
@@ -66,15 +73,21 @@ enum mt_job_engine {
  *	CPUs, and "mt_job.max_threads=" caps every job.
  * @affinity: where the helpers run, see &enum mt_job_affinity.
  * @node: the node for %MT_JOB_AFFINITY_NODE.
- * @node_of: for the by-index affinities, the node of an index
- *	(%NUMA_NO_NODE: none).
+ * @node_of: for the by-index affinities, the node of an index;
+ *	%NUMA_NO_NODE, or any node that is not possible, means none.
  * @nowait: the engine allocates its bookkeeping (helpers' work items,
  *	per-node segments) with GFP_NOWAIT instead of GFP_KERNEL, for callers
  *	that must not enter reclaim (the mmu_gather free path); a failed
- *	allocation means fewer helpers or one segment, never an error.
+ *	allocation means fewer helpers or one segment, never an error.  The
+ *	caller also never waits for a helper that has not started: it cancels
+ *	those and runs their chunks itself.
  * @name: a short name for reports and warnings.
  * @engine: out: the engine that ran the job.
- * @nr_threads: out: the threads that worked on the job, the caller included.
+ * @nr_threads: out: the threads that worked on the job: helpers that
+ *	started, and the caller if it ran a chunk.
+ * @nr_off_node: out: chunks of a node (%MT_JOB_AFFINITY_NODE and the by-index
+ *	affinities) that ran on a CPU of another node; 0 for the padata and
+ *	serial engines, which do not count them.
  */
 struct mt_job {
 	int (*thread_fn)(unsigned long start, unsigned long end, void *arg);
@@ -91,17 +104,10 @@ struct mt_job {
 	const char *name;
 	enum mt_job_engine engine;
 	int nr_threads;
+	unsigned long nr_off_node;
 };
 
 int mt_job_run(struct mt_job *job);
 const char *mt_job_engine_name(enum mt_job_engine engine);
-
-/*
- * The Rust engine (kernel/mt_job_rust.rs), for kernel/mt_job.c only; declared
- * without CONFIG_MT_JOB_RUST too, since its calls are compiled out with
- * IS_ENABLED() rather than #ifdef.
- */
-int mt_job_rust_run(struct mt_job *job);
-void mt_job_rust_init(void);
 
 #endif /* _LINUX_MT_JOB_H */

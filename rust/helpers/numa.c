@@ -19,9 +19,9 @@ unsigned int rust_helper___next_node_in(int node, const nodemask_t *srcp)
 	return __next_node_in(node, srcp);
 }
 
-unsigned int rust_helper_nr_cpus_node(int node)
+unsigned int rust_helper_nr_online_cpus_node(int node)
 {
-	return nr_cpus_node(node);
+	return cpumask_weight_and(cpumask_of_node(node), cpu_online_mask);
 }
 
 unsigned int rust_helper_num_online_cpus(void)

@@ -78,7 +78,8 @@ impl NodeId {
         unsafe { bindings::node_state(self.0, bindings::node_states_N_CPU) }
     }
 
-    /// Returns the number of online CPUs of the node.
+    /// Returns the number of online CPUs of the node, a snapshot that CPU hotplug may change
+    /// right after.
     ///
     /// # Examples
     ///
@@ -90,7 +91,7 @@ impl NodeId {
     pub fn nr_cpus(self) -> usize {
         // SAFETY: by the type invariant `self.0` is a possible node, which `cpumask_of_node()`
         // accepts.
-        unsafe { bindings::nr_cpus_node(self.0) as usize }
+        unsafe { bindings::nr_online_cpus_node(self.0) as usize }
     }
 
     /// Returns the next node with CPUs after `prev`, wrapping around; the first such node when

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
-# kunit.py QEMU configuration: x86_64, 4 vCPUs on 2 NUMA nodes, TCG.
-# kunit.py passes '-m 1024'; the two memory backends add up to that.
+# kunit.py QEMU configuration: x86_64, TCG, 4 vCPUs on 3 NUMA nodes with
+# uneven CPUs: node 0 has CPU 0, node 1 CPUs 1-3, node 2 memory and no CPU.
+# One socket per CPU: CPUs of one socket share a cache and must share a node.
+# kunit.py passes '-m 1024'; the three memory backends add up to that.
 from ..qemu_config import QemuArchParams
 
 QEMU_ARCH = QemuArchParams(linux_arch='x86_64',
@@ -12,9 +14,11 @@ CONFIG_SERIAL_8250_CONSOLE=y''',
 			   kernel_command_line='console=ttyS0',
 			   extra_qemu_params=[
 				   '-accel', 'tcg,thread=multi', '-cpu', 'max',
-				   '-smp', '4,sockets=2',
-				   '-object', 'memory-backend-ram,id=m0,size=512M',
-				   '-object', 'memory-backend-ram,id=m1,size=512M',
-				   '-numa', 'node,nodeid=0,cpus=0-1,memdev=m0',
-				   '-numa', 'node,nodeid=1,cpus=2-3,memdev=m1',
+				   '-smp', '4,sockets=4',
+				   '-object', 'memory-backend-ram,id=m0,size=384M',
+				   '-object', 'memory-backend-ram,id=m1,size=384M',
+				   '-object', 'memory-backend-ram,id=m2,size=256M',
+				   '-numa', 'node,nodeid=0,cpus=0,memdev=m0',
+				   '-numa', 'node,nodeid=1,cpus=1-3,memdev=m1',
+				   '-numa', 'node,nodeid=2,memdev=m2',
 			   ])

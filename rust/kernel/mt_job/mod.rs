@@ -1,0 +1,518 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Multithreaded jobs over index ranges.
+//!
+//! A [`Job`] runs a chunk function over a half-open range of a typed [`Index`], splitting it into
+//! chunks that the calling thread and up to `max_threads - 1` helpers take from a shared cursor.
+//! Helpers are closures spawned on a [`workqueue::scope!`]: on `system_unbound_wq`, or, when the
+//! job has a node [`Affinity`], on `mt_job_node`, an unbound workqueue with strict NUMA affinity,
+//! queued on their node. [`Job::run`] returns only after every helper has finished or was
+//! cancelled before it started, so the chunk function may borrow from the caller's stack; then
+//! the calling thread runs any chunk still left, so a job that returns `Ok` ran every index,
+//! whatever helper allocation, CPU hotplug or node state did meanwhile.
+//!
+//! [`workqueue::scope!`]: crate::workqueue::scope
+//!
+//! It is the successor of `padata_do_multithreaded()` (kernel/padata.c), which is `__init`,
+//! untyped, cannot return errors and only round-robins helpers over nodes. Compared with it:
+//!
+//! - chunk functions return [`Result`]; the first error stops new chunks and is returned;
+//! - it may be called at any time from a context that may sleep, not only during boot;
+//! - chunks are handed out with one atomic increment of a per-segment cursor instead of a
+//!   spinlock held around the job's `start`/`size`;
+//! - with [`Affinity::ByIndex`] the range is split into per-node segments and a thread takes the
+//!   chunks of its own node first; with [`Affinity::ByIndexStrict`] it takes only those;
+//!   padata's `numa_aware` only chooses where a helper runs;
+//! - when helpers cannot be allocated the job runs with fewer of them, down to the caller alone.
+//!
+//! C header: [`include/linux/mt_job.h`](srctree/include/linux/mt_job.h)
+//!
+//! # Examples
+//!
+//! ```
+//! use core::sync::atomic::{AtomicU64, Ordering};
+//! use kernel::mt_job::{Align, Job};
+//!
+//! // Sum 0..100_000 in chunks that start on multiples of 64, with up to four threads.
+//! let sum = AtomicU64::new(0);
+//! let report = Job::new(0u64..100_000)?
+//!     .align(Align::new(64)?)
+//!     .min_chunk(1024)
+//!     .max_threads(4)?
+//!     .run(|chunk| {
+//!         sum.fetch_add(chunk.sum::<u64>(), Ordering::Relaxed);
+//!         Ok(())
+//!     })?;
+//! assert_eq!(sum.load(Ordering::Relaxed), 99_999 * 100_000 / 2);
+//! assert!(report.threads() >= 1 && report.threads() <= 4);
+//! # Ok::<(), Error>(())
+//! ```
+
+use crate::{
+    alloc::{flags::GFP_KERNEL, Flags},
+    error::{code::EINVAL, Error, Result},
+    numa::NodeId,
+    page::Pfn,
+};
+use core::{
+    marker::PhantomData,
+    ops::Range,
+    sync::atomic::{AtomicI32, AtomicUsize, Ordering},
+};
+
+mod plan;
+mod shared;
+
+use plan::{Plan, Segment};
+pub use shared::prepare_node_workqueue;
+use shared::Shared;
+
+/// An index type a [`Job`] can range over.
+///
+/// The engine does its arithmetic on `u64` positions; an implementation maps its values to
+/// positions and back. A mistaken implementation can make a job visit the wrong indices, but it
+/// cannot cause undefined behaviour.
+///
+/// # Examples
+///
+/// ```
+/// use kernel::mt_job::Index;
+/// use kernel::page::Pfn;
+///
+/// assert_eq!(Pfn::from_u64(Pfn::new(42).into_u64()), Pfn::new(42));
+/// assert_eq!(7usize.into_u64(), 7);
+/// ```
+pub trait Index: Copy + Ord + Send + Sync {
+    /// Returns the position of `self`. Must be monotonic: `a < b` implies
+    /// `a.into_u64() < b.into_u64()`.
+    fn into_u64(self) -> u64;
+
+    /// Returns the index at position `pos`, the inverse of [`Index::into_u64`]. The engine only
+    /// passes positions between the `into_u64()` of a job's start and end.
+    fn from_u64(pos: u64) -> Self;
+}
+
+impl Index for u64 {
+    #[inline]
+    fn into_u64(self) -> u64 {
+        self
+    }
+
+    #[inline]
+    fn from_u64(pos: u64) -> Self {
+        pos
+    }
+}
+
+impl Index for usize {
+    #[inline]
+    fn into_u64(self) -> u64 {
+        self as u64
+    }
+
+    #[inline]
+    fn from_u64(pos: u64) -> Self {
+        // Positions come from values of this type, so this never truncates.
+        pos as usize
+    }
+}
+
+impl Index for Pfn {
+    #[inline]
+    fn into_u64(self) -> u64 {
+        self.as_usize() as u64
+    }
+
+    #[inline]
+    fn from_u64(pos: u64) -> Self {
+        Pfn::new(pos as usize)
+    }
+}
+
+/// The alignment of chunk boundaries: a power of two, in units of the job's index.
+///
+/// # Invariants
+///
+/// `self.0` is a power of two (so it is not zero).
+///
+/// # Examples
+///
+/// ```
+/// use kernel::mt_job::Align;
+///
+/// assert_eq!(Align::new(512)?.get(), 512);
+/// assert_eq!(Align::new(3), Err(EINVAL));
+/// assert_eq!(Align::new(0), Err(EINVAL));
+/// assert_eq!(Align::ONE.get(), 1);
+/// # Ok::<(), Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Align(u64);
+
+impl Align {
+    /// No alignment: chunks may start on any index.
+    // INVARIANT: 1 is a power of two.
+    pub const ONE: Align = Align(1);
+
+    /// Returns the alignment `align`.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`EINVAL`] if `align` is not a power of two (zero included).
+    pub const fn new(align: u64) -> Result<Self> {
+        if align.is_power_of_two() {
+            // INVARIANT: checked just above.
+            Ok(Align(align))
+        } else {
+            Err(EINVAL)
+        }
+    }
+
+    /// Returns the alignment as a number of indices.
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
+
+/// Where the helpers of a [`Job`] run and which chunks they take first.
+///
+/// # Examples
+///
+/// ```
+/// use kernel::mt_job::{Affinity, Job};
+/// use kernel::numa::NodeId;
+/// use kernel::page::Pfn;
+///
+/// // Pretend the first half of the pfns is on the caller's node and the rest on another.
+/// let here = NodeId::current();
+/// let other = NodeId::next_with_cpus(Some(here));
+/// let node_of = |pfn: Pfn| if pfn.as_usize() < 512 { Some(here) } else { other };
+/// let report = Job::new(Pfn::new(0)..Pfn::new(1024))?
+///     .max_threads(2)?
+///     .affinity(Affinity::ByIndex(&node_of))
+///     .run(|_pfns| Ok(()))?;
+/// assert!(report.chunks() >= 2);
+/// # Ok::<(), Error>(())
+/// ```
+pub enum Affinity<'a, I> {
+    /// Helpers are queued with `queue_work()`, near the calling CPU.
+    None,
+    /// Helpers are spread round-robin over the nodes with CPUs, like padata's `numa_aware`.
+    Interleave,
+    /// All helpers are queued on this node. The calling thread takes chunks only if it runs on
+    /// that node, if the node has no CPU, or if the job may not wait for helpers (allocation
+    /// flags without `GFP_KERNEL`, see [`Job::alloc_flags`]). The job uses at most as many
+    /// threads as the node has online CPUs.
+    Node(NodeId),
+    /// The closure tells the node of an index (`None`: no node). The range is cut into
+    /// segments of chunks whose first index is on the same node; helpers are queued on those
+    /// nodes, take the chunks of their own node first and then help with the others. The
+    /// closure is called once per chunk before any chunk runs.
+    ByIndex(&'a (dyn Fn(I) -> Option<NodeId> + Sync)),
+    /// Like [`Affinity::ByIndex`], but a thread takes only the chunks of the node it works for:
+    /// the chunks of node N run on a helper queued on node N, or on the caller if it runs on
+    /// node N. Chunks of no node (`None`), of a node without CPUs, or of a node no helper was
+    /// queued for (when `max_threads` is below the number of nodes, or a helper could not be
+    /// allocated) run on the caller. Placement is best effort: whatever a helper could not do
+    /// (it was cancelled, or its node lost its CPUs) the caller runs after the helpers
+    /// finished, and [`Report::off_node`] counts it.
+    ByIndexStrict(&'a (dyn Fn(I) -> Option<NodeId> + Sync)),
+}
+
+/// What a finished [`Job`] used.
+///
+/// # Examples
+///
+/// ```
+/// use kernel::mt_job::Job;
+///
+/// // One thread cuts 1000 indices into 4 chunks of 250 (four chunks per thread, each at least
+/// // `min_chunk`); the caller runs them alone.
+/// let report = Job::new(0usize..1000)?.min_chunk(100).run(|_| Ok(()))?;
+/// assert_eq!(report.threads(), 1);
+/// assert_eq!(report.chunks(), 4);
+/// # Ok::<(), Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    threads: usize,
+    chunks: usize,
+    off_node: usize,
+}
+
+impl Report {
+    /// Returns the number of threads that took part: helpers that started, and the calling
+    /// thread if it ran a chunk. Helpers cancelled before they started are not counted.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Returns the number of chunks the range was cut into.
+    pub fn chunks(&self) -> usize {
+        self.chunks
+    }
+
+    /// Returns the number of chunks that have a node (by-index affinities, or
+    /// [`Affinity::Node`]) and ran on a CPU of another node, as seen by `numa_node_id()` when the
+    /// chunk started.
+    pub fn off_node(&self) -> usize {
+        self.off_node
+    }
+}
+
+/// A multithreaded job over the half-open range `start..end` of an [`Index`].
+///
+/// Built with [`Job::new`] and the setters, run with [`Job::run`]. By default there is no
+/// alignment, no minimum chunk size, a single thread and no affinity.
+///
+/// # Invariants
+///
+/// `self.start <= self.end` and `self.max_threads >= 1`.
+pub struct Job<'a, I: Index> {
+    start: u64,
+    end: u64,
+    align: Align,
+    min_chunk: u64,
+    max_threads: usize,
+    affinity: Affinity<'a, I>,
+    alloc_flags: Flags,
+}
+
+impl<'a, I: Index> Job<'a, I> {
+    /// Returns a job over `range`, with one thread.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`EINVAL`] if `range.start > range.end`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::mt_job::Job;
+    ///
+    /// assert!(Job::new(core::ops::Range { start: 10usize, end: 5 }).is_err());
+    /// // An empty range is valid; the chunk function is never called.
+    /// let report = Job::new(5usize..5)?.run(|_| Err(EIO))?;
+    /// assert_eq!(report.chunks(), 0);
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn new(range: Range<I>) -> Result<Self> {
+        let (start, end) = (range.start.into_u64(), range.end.into_u64());
+        if start > end {
+            return Err(EINVAL);
+        }
+        // INVARIANT: `start <= end` was checked and `max_threads` is 1.
+        Ok(Self {
+            start,
+            end,
+            align: Align::ONE,
+            min_chunk: 0,
+            max_threads: 1,
+            affinity: Affinity::None,
+            alloc_flags: GFP_KERNEL,
+        })
+    }
+
+    /// Sets the alignment: every chunk boundary is a multiple of `align`, except the start and
+    /// end of the job.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::mt_job::{Align, Job};
+    /// use kernel::page::Pfn;
+    /// use kernel::sync::{new_spinlock, Arc};
+    ///
+    /// let bad = Arc::pin_init(new_spinlock!(0usize), GFP_KERNEL)?;
+    /// Job::new(Pfn::new(1000)..Pfn::new(100_000))?
+    ///     .align(Align::new(512)?)
+    ///     .max_threads(4)?
+    ///     .run(|pfns| {
+    ///         let inner = |p: Pfn| p != Pfn::new(1000) && p != Pfn::new(100_000);
+    ///         for p in [pfns.start, pfns.end] {
+    ///             if inner(p) && p.as_usize() % 512 != 0 {
+    ///                 *bad.lock() += 1;
+    ///             }
+    ///         }
+    ///         Ok(())
+    ///     })?;
+    /// assert_eq!(*bad.lock(), 0);
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn align(mut self, align: Align) -> Self {
+        self.align = align;
+        self
+    }
+
+    /// Sets the minimum chunk size in indices: no chunk is smaller, except the first and last
+    /// of the job. Zero means no minimum.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::mt_job::Job;
+    ///
+    /// // 100 indices with a minimum of 40 cannot make more than 3 chunks.
+    /// let report = Job::new(0u64..100)?.min_chunk(40).max_threads(8)?.run(|_| Ok(()))?;
+    /// assert!(report.chunks() <= 3);
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn min_chunk(mut self, min_chunk: u64) -> Self {
+        self.min_chunk = min_chunk;
+        self
+    }
+
+    /// Sets the maximum number of threads working at once, the calling thread included. A job
+    /// never uses more threads than there are online CPUs.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`EINVAL`] if `max_threads` is zero.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::mt_job::Job;
+    ///
+    /// assert!(Job::new(0u64..10)?.max_threads(0).is_err());
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn max_threads(mut self, max_threads: usize) -> Result<Self> {
+        if max_threads == 0 {
+            return Err(EINVAL);
+        }
+        // INVARIANT: checked just above.
+        self.max_threads = max_threads;
+        Ok(self)
+    }
+
+    /// Sets the node affinity of the helpers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use core::sync::atomic::{AtomicUsize, Ordering};
+    /// use kernel::mt_job::{Affinity, Job};
+    /// use kernel::numa::NodeId;
+    ///
+    /// // Helpers go to the caller's node; the job uses no more threads than it has CPUs.
+    /// let here = NodeId::current();
+    /// let chunks = AtomicUsize::new(0);
+    /// let report = Job::new(0usize..4096)?
+    ///     .max_threads(64)?
+    ///     .affinity(Affinity::Node(here))
+    ///     .run(|_| {
+    ///         chunks.fetch_add(1, Ordering::Relaxed);
+    ///         Ok(())
+    ///     })?;
+    /// assert!(report.threads() <= here.nr_cpus());
+    /// assert_eq!(chunks.load(Ordering::Relaxed), report.chunks());
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn affinity(mut self, affinity: Affinity<'a, I>) -> Self {
+        self.affinity = affinity;
+        self
+    }
+
+    /// Sets the flags of the engine's own allocations: the helpers' work items and, with a
+    /// by-index affinity, the per-node segments. [`GFP_KERNEL`] by default.
+    ///
+    /// Callers that must not enter reclaim, such as the mmu_gather free path, pass
+    /// `GFP_NOWAIT`: if an allocation fails, the job runs with fewer helpers (or as one segment),
+    /// never with an error.
+    ///
+    /// The flags also decide whether the calling thread may wait for helpers that have not
+    /// started, which may depend on a kworker being created with `GFP_KERNEL`: only when they
+    /// contain [`GFP_KERNEL`]. Otherwise, once the calling thread runs out of chunks, it cancels
+    /// the helpers that did not start and runs their chunks itself, also in
+    /// [`Affinity::Node`] and [`Affinity::ByIndexStrict`] jobs (see [`Report::off_node`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::alloc::flags::{GFP_NOWAIT, __GFP_NOWARN};
+    /// use kernel::mt_job::Job;
+    ///
+    /// let report = Job::new(0usize..64)?
+    ///     .max_threads(2)?
+    ///     .alloc_flags(GFP_NOWAIT | __GFP_NOWARN)
+    ///     .run(|_| Ok(()))?;
+    /// assert!(report.threads() >= 1 && report.threads() <= 2);
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn alloc_flags(mut self, flags: Flags) -> Self {
+        self.alloc_flags = flags;
+        self
+    }
+
+    /// Runs `f` over every chunk of the range and waits for all helpers to finish.
+    ///
+    /// `f` may be called concurrently from several threads, in any order, in process context,
+    /// and may sleep. Chunks are never empty, never overlap and cover the range exactly once
+    /// (unless a chunk fails). `f` should call `cond_resched()` in long chunks.
+    ///
+    /// Must be called from a context that may sleep.
+    ///
+    /// # Errors
+    ///
+    /// Returns the first error `f` returned: once a chunk fails no new chunk is started, the
+    /// chunks already running finish, and this error is returned. Failing to allocate helpers is
+    /// not an error: the job then runs with fewer threads.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use core::sync::atomic::{AtomicUsize, Ordering};
+    /// use kernel::mt_job::Job;
+    ///
+    /// let calls = AtomicUsize::new(0);
+    /// let res = Job::new(0usize..1000)?.max_threads(1)?.min_chunk(100).run(|chunk| {
+    ///     calls.fetch_add(1, Ordering::Relaxed);
+    ///     if chunk.contains(&450) { Err(ENOSPC) } else { Ok(()) }
+    /// });
+    /// assert_eq!(res, Err(ENOSPC));
+    /// // With one thread, nothing after the failing chunk ran.
+    /// assert!(calls.load(Ordering::Relaxed) < 10);
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn run<F>(&self, f: F) -> Result<Report>
+    where
+        F: Fn(Range<I>) -> Result + Sync,
+    {
+        crate::task::might_sleep();
+        let plan = Plan::new(self);
+        if plan.chunks == 0 {
+            return Ok(Report::default());
+        }
+        let node = match self.affinity {
+            Affinity::Node(node) => Some(node),
+            _ => None,
+        };
+        let whole = [Segment::new(0, plan.chunks, node)];
+        let per_node = match self.affinity {
+            Affinity::ByIndex(node_of) | Affinity::ByIndexStrict(node_of) => {
+                plan.segments::<I>(node_of, self.alloc_flags)
+            }
+            _ => None,
+        };
+        let segments: &[Segment] = per_node.as_deref().unwrap_or(&whole);
+        let shared = Shared {
+            plan,
+            segments,
+            strict: matches!(self.affinity, Affinity::ByIndexStrict(_)),
+            f: &f,
+            error: AtomicI32::new(0),
+            off_node: AtomicUsize::new(0),
+            _index: PhantomData,
+        };
+        let threads = shared.run(&self.affinity, self.alloc_flags);
+        match shared.error.load(Ordering::Relaxed) {
+            0 => Ok(Report {
+                threads,
+                chunks: plan.chunks,
+                off_node: shared.off_node.load(Ordering::Relaxed),
+            }),
+            errno => Err(Error::from_errno(errno)),
+        }
+    }
+}

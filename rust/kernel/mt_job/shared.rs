@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The state the calling thread and its helpers share while a job runs, and how they take
+//! chunks.
+
+use super::{
+    plan::{Plan, Segment},
+    Affinity, Index,
+};
+use crate::{
+    alloc::{flags::GFP_KERNEL, Flags},
+    error::Result,
+    numa::NodeId,
+    scope,
+    workqueue::{self, Queue},
+};
+use core::{
+    marker::PhantomData,
+    ops::Range,
+    sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicUsize, Ordering},
+};
+
+/// Which chunks a thread may take.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// A helper: its node's segments first; in a strict job nothing else.
+    Helper,
+    /// The calling thread while helpers run: its node's segments first; in a strict job then
+    /// the segments no helper was queued for.
+    Caller,
+    /// The calling thread after every helper finished or was cancelled: everything left.
+    Sweep,
+}
+
+/// What a job's threads share; it lives on the calling thread's stack.
+///
+/// Helpers borrow it from work items spawned on a [`workqueue::Scope`], which returns only after
+/// each of them has finished or was cancelled before it started, so no `'static` is needed.
+pub(super) struct Shared<'s, I, F> {
+    pub(super) plan: Plan,
+    pub(super) segments: &'s [Segment],
+    /// Threads take only their own node's segments ([`Affinity::ByIndexStrict`]).
+    pub(super) strict: bool,
+    pub(super) f: &'s F,
+    /// The errno of the first failed chunk, or 0.
+    pub(super) error: AtomicI32,
+    /// Chunks with a node that ran on a CPU of another node.
+    pub(super) off_node: AtomicUsize,
+    pub(super) _index: PhantomData<fn(I)>,
+}
+
+/// The node the last interleaved helper was queued on, a hint shared by all jobs so that
+/// concurrent jobs start on different nodes, as padata's `last_used_nid`.
+static LAST_INTERLEAVE_NODE: AtomicI32 = AtomicI32::new(-1);
+
+impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
+    /// Takes chunks as `role` allows until none is left or one failed; `home` is the node the
+    /// thread works for. Returns the number of chunks it ran.
+    fn work(&self, home: Option<NodeId>, role: Role) -> usize {
+        let mut ran = 0;
+        if let Some(home) = home {
+            for seg in self.segments.iter().filter(|s| s.node == Some(home)) {
+                if !self.drain(seg, &mut ran) {
+                    return ran;
+                }
+            }
+        }
+        for seg in self.segments {
+            let take = match (self.strict, role) {
+                (false, _) | (true, Role::Sweep) => true,
+                (true, Role::Helper) => false,
+                // Segments without a node, or whose node got no helper.
+                (true, Role::Caller) => !seg.helper.load(Ordering::Relaxed),
+            };
+            if take && !self.drain(seg, &mut ran) {
+                break;
+            }
+        }
+        ran
+    }
+
+    /// Runs the chunks of `seg` that nobody took yet, counting them in `ran`; returns `false`
+    /// once the job failed.
+    fn drain(&self, seg: &Segment, ran: &mut usize) -> bool {
+        loop {
+            if self.error.load(Ordering::Relaxed) != 0 {
+                return false;
+            }
+            // Only the claim is ordered here: chunks do not publish data to each other, and the
+            // join orders everything the helpers did before the calling thread goes on.
+            let k = seg.next.fetch_add(1, Ordering::Relaxed);
+            if k >= seg.len() {
+                return true;
+            }
+            if let Some(node) = seg.node {
+                if NodeId::current() != node {
+                    self.off_node.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            let r = self.plan.range(seg.start + k);
+            *ran += 1;
+            if let Err(e) = (self.f)(I::from_u64(r.start)..I::from_u64(r.end)) {
+                let _ = self.error.compare_exchange(
+                    0,
+                    e.to_errno(),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+                return false;
+            }
+        }
+    }
+
+    /// Picks the node of the next helper's work item; `None` queues it on any CPU.
+    fn helper_node(&self, affinity: &Affinity<'_, I>, prev: &mut Option<NodeId>) -> Option<NodeId> {
+        match affinity {
+            Affinity::None => None,
+            Affinity::Node(node) => Some(*node),
+            Affinity::Interleave => {
+                let last = NodeId::new(LAST_INTERLEAVE_NODE.load(Ordering::Relaxed)).ok();
+                let next = NodeId::next_with_cpus(last)?;
+                LAST_INTERLEAVE_NODE.store(next.as_raw(), Ordering::Relaxed);
+                Some(next)
+            }
+            Affinity::ByIndex(_) | Affinity::ByIndexStrict(_) => {
+                // Round-robin over the nodes with CPUs that own a segment, after `prev`.
+                let first = NodeId::next_with_cpus(*prev)?;
+                let mut node = first;
+                loop {
+                    if self.segments.iter().any(|s| s.node == Some(node)) {
+                        *prev = Some(node);
+                        return Some(node);
+                    }
+                    node = NodeId::next_with_cpus(Some(node))?;
+                    if node == first {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Queues the helpers, works alongside them when the calling thread may, waits for them
+    /// (or cancels those that did not start), then runs whatever chunk is left.
+    ///
+    /// Returns the number of threads that took part.
+    pub(super) fn run(&self, affinity: &Affinity<'_, I>, flags: Flags) -> usize {
+        let me = NodeId::current();
+        // Whether the calling thread may wait for helpers that have not started: waiting may
+        // depend on kworker creation, which allocates with GFP_KERNEL.
+        let may_wait = flags.contains(GFP_KERNEL);
+        // A node job keeps the calling thread off other nodes' chunks if it can wait for helpers;
+        // a node without CPUs gets no helper that could run there anyway.
+        let caller_works = match affinity {
+            Affinity::Node(node) => *node == me || !node.has_cpus() || !may_wait,
+            _ => true,
+        };
+        // Placement matters more than latency: let queued helpers run their node's chunks.
+        let keep_helpers = may_wait && (self.strict || matches!(affinity, Affinity::Node(_)));
+        let wanted = self.plan.threads - usize::from(caller_works);
+        let mut caller_ran = 0;
+        let helpers = scope!("mt_job", |s| {
+            let mut prev = Some(me);
+            let mut spawned = 0;
+            for _ in 0..wanted {
+                let node = self.helper_node(affinity, &mut prev);
+                let res = match node {
+                    Some(n) => {
+                        s.spawn_on_node(node_queue(), n, flags, move || {
+                            self.work(Some(n), Role::Helper);
+                        })
+                    }
+                    None => s.spawn(workqueue::system_unbound(), flags, move || {
+                        self.work(None, Role::Helper);
+                    }),
+                };
+                // Out of memory: the job goes on with the helpers it has.
+                if res.is_err() {
+                    break;
+                }
+                spawned += 1;
+                // Recorded when the helper is queued, so that a CPU or node going offline
+                // afterwards cannot make a strict caller skip chunks nobody else will take.
+                if let Some(n) = node {
+                    for seg in self.segments.iter().filter(|seg| seg.node == Some(n)) {
+                        seg.helper.store(true, Ordering::Relaxed);
+                    }
+                }
+            }
+            if caller_works {
+                caller_ran = self.work(Some(me), Role::Caller);
+            }
+            // Helpers that did not start yet would find little or nothing left, or must not be
+            // waited for: cancel them, the sweep below does what they would have done.
+            let cancelled = if keep_helpers { 0 } else { s.cancel_unstarted() };
+            spawned - cancelled
+        });
+        // Every helper finished or was cancelled: take what is left (segments whose helper was
+        // cancelled or could not be allocated, chunks of nodes that lost their CPUs).
+        let swept = self.work(Some(me), Role::Sweep);
+        helpers + usize::from(caller_ran + swept > 0)
+    }
+}
+
+/// The workqueue of helpers queued on a node, made at boot by [`prepare_node_workqueue`].
+static NODE_QUEUE: AtomicPtr<Queue> = AtomicPtr::new(core::ptr::null_mut());
+
+/// Whether a job found [`NODE_QUEUE`] missing and said so.
+static NODE_QUEUE_WARNED: AtomicBool = AtomicBool::new(false);
+
+/// Returns the workqueue for helpers that should run on a given node: unbound with strict NUMA
+/// affinity, so that its workers run only on the CPUs of the node they were queued on.
+///
+/// `system_unbound_wq` is not strict: the scheduler may wake its workers on any CPU, and in our
+/// KUnit runs (4 vCPUs, 2 nodes) a helper queued on one node ran chunks on the other in one run
+/// of ten. Without the node workqueue, jobs use `system_unbound_wq`, and the first such job
+/// warns once.
+fn node_queue() -> &'static Queue {
+    let queue = NODE_QUEUE.load(Ordering::Acquire);
+    if !queue.is_null() {
+        // SAFETY: `NODE_QUEUE` is only set to a leaked, never destroyed queue.
+        return unsafe { &*queue };
+    }
+    if !NODE_QUEUE_WARNED.swap(true, Ordering::Relaxed) {
+        crate::pr_warn!("mt_job: no node workqueue, node placement of helpers is best effort\n");
+    }
+    workqueue::system_unbound()
+}
+
+/// Creates the workqueue of node-affine helpers; called once at boot.
+///
+/// Boot code calls it from an `early_initcall` (`kernel/mt_job.c`), before the first jobs
+/// (deferred struct page init on every node at once). It is not created on demand: creating a
+/// workqueue takes `wq_pool_mutex` and allocates with `GFP_KERNEL`, which a job's caller may not
+/// be able to do.
+///
+/// # Errors
+///
+/// Returns [`EBUSY`] if it was already created, or the error of creating it (then jobs use
+/// `system_unbound_wq` and warn once).
+///
+/// [`EBUSY`]: crate::error::code::EBUSY
+pub fn prepare_node_workqueue() -> Result {
+    if !NODE_QUEUE.load(Ordering::Acquire).is_null() {
+        return Err(crate::error::code::EBUSY);
+    }
+    let queue = workqueue::OwnedQueue::new_unbound_numa_strict(crate::c_str!("mt_job_node"))?;
+    let ptr: *const Queue = &*queue;
+    if NODE_QUEUE
+        .compare_exchange(
+            core::ptr::null_mut(),
+            ptr.cast_mut(),
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        )
+        .is_err()
+    {
+        // Another caller made it meanwhile: destroy ours.
+        return Err(crate::error::code::EBUSY);
+    }
+    // Published above: it must never be destroyed.
+    queue.leak();
+    Ok(())
+}

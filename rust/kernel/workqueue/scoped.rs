@@ -1,0 +1,469 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Scoped work: work items that may borrow from the caller's stack.
+//!
+//! [`scope!`] is the kernel's counterpart of `std::thread::scope`: its body gets a [`Scope`] on
+//! which it spawns closures as work items, on any queue and, for unbound queues, on a given
+//! node. The closures may borrow anything that outlives the call, because [`scope!`] returns only
+//! after every spawned item has either run to completion or was cancelled before it started.
+//!
+//! The join is straight-line code in [`scope_with_class`] after the body returned, not a
+//! destructor: `mem::forget` cannot skip it (the pre-1.0 `thread::scoped` joined in `Drop`,
+//! which rust-lang/rust#24292 showed unsound once leaking became safe).
+//!
+//! # Lockdep
+//!
+//! Items are initialised with the scope's lock class, which the worker holds while an item runs
+//! (`process_one_work()`). The join acquires the same class, exclusively, as `flush_work()`
+//! does, but always, not only when an item is still pending or running: a caller that joins
+//! while holding a lock that one of its items takes gets a lockdep report even when the item
+//! happened to finish first. A scope opened inside a work item (a nested scope) uses a second
+//! class of the same call site, so that one level of nesting is not reported as recursion;
+//! deeper nesting through one call site is reported, as a `flush_work()` of the same class
+//! would be.
+//!
+//! # Forward progress
+//!
+//! An item that has not started waits for an idle worker of its queue, and creating a worker
+//! allocates with `GFP_KERNEL`. Only `WQ_MEM_RECLAIM` queues have a rescuer. A caller that must
+//! make progress under memory pressure (for example because it frees memory) calls
+//! [`Scope::cancel_unstarted`] and does the cancelled items' work itself: the join then waits
+//! only for items already running.
+//!
+//! This mirrors later upstream work: `Queue::try_spawn` (a closure as a work item, which must be
+//! `'static` there), `kernel::sync::Completion` (the join here waits on the workqueue's own
+//! barriers instead) and `kernel::alloc::NumaNode` (here [`NodeId`]).
+
+use super::{Queue, RawWorkItem, Work, WorkItem, WorkItemPointer};
+use crate::{
+    alloc::{AllocError, Flags, KBox, KVec},
+    bindings,
+    init::InPlaceInit,
+    numa::NodeId,
+    pin_init,
+    str::CStr,
+    sync::LockClassKey,
+    types::Opaque,
+};
+use core::{cell::RefCell, cell::UnsafeCell, marker::PhantomData, pin::Pin, ptr::NonNull};
+use macros::pin_data;
+
+/// The lock classes of one [`scope!`] call site: one for scopes opened outside work items, one
+/// for scopes opened inside a work item.
+///
+/// Made by [`scope!`]; lockdep expects statically allocated, uninitialised keys.
+pub struct ScopeClass {
+    top: LockClassKey,
+    nested: LockClassKey,
+}
+
+/// Runs `body` with a [`Scope`] and waits for every work item it spawned.
+///
+/// `scope!("name", |s| ...)` is [`scope_with_class`] with a new lock class for the call site.
+///
+/// # Examples
+///
+/// ```
+/// use core::sync::atomic::{AtomicU32, Ordering};
+/// use kernel::workqueue::{self, scope};
+///
+/// let mut parts = [0u64; 4];
+/// let drops = AtomicU32::new(0);
+/// scope!("doc_sum", |s| -> Result {
+///     for (i, part) in parts.iter_mut().enumerate() {
+///         let drops = &drops;
+///         s.spawn(workqueue::system_unbound(), GFP_KERNEL, move || {
+///             *part = (i as u64 * 100..(i as u64 + 1) * 100).sum();
+///             drops.fetch_add(1, Ordering::Relaxed);
+///         })?;
+///     }
+///     Ok(())
+/// })?;
+/// // Every item ran and the borrows of `parts` and `drops` ended with the scope.
+/// assert_eq!(parts.iter().sum::<u64>(), (0..400).sum());
+/// assert_eq!(drops.load(Ordering::Relaxed), 4);
+/// # Ok::<(), Error>(())
+/// ```
+#[macro_export]
+macro_rules! scope {
+    ($name:literal, $body:expr $(,)?) => {{
+        static CLASS: $crate::workqueue::ScopeClass =
+            // SAFETY: lockdep expects uninitialised memory for statically allocated keys, and
+            // `ScopeClass` is made of `LockClassKey`s only.
+            unsafe { ::core::mem::MaybeUninit::uninit().assume_init() };
+        $crate::workqueue::scope_with_class($crate::c_str!($name), &CLASS, $body)
+    }};
+}
+
+/// Runs `body` with a [`Scope`] named `name`, then waits for every item spawned on it.
+///
+/// Must be called from a context that may sleep.
+///
+/// # Guarantees
+///
+/// When this function returns, every item spawned on the scope either was cancelled before its
+/// closure started (the closure was dropped, never called) or its closure has returned; the
+/// items' memory is freed and no workqueue holds a pointer to it.
+///
+/// The guarantee assumes that the calling thread reaches the join: a panic is `BUG()` in the
+/// kernel and kills the thread without unwinding. If a closure panics, the join waits forever
+/// (a hung task, not a use-after-free, since the borrowed frame stays alive); if the calling
+/// thread itself dies inside `body`, its stack is gone under the running items, the same limit
+/// as for C's on-stack work items and completions (`work_on_cpu_key()`).
+pub fn scope_with_class<'env, F, T>(name: &'static CStr, class: &'static ScopeClass, body: F) -> T
+where
+    F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> T,
+{
+    crate::task::might_sleep();
+    // SAFETY: `current_work()` has no preconditions; only the pointer is compared, the work item
+    // it points to (if any) is not accessed.
+    let nested = !unsafe { bindings::current_work() }.is_null();
+    let key = if nested { &class.nested } else { &class.top };
+    let scope = Scope {
+        items: RefCell::new(KVec::new()),
+        name,
+        key,
+        map: Opaque::uninit(),
+        scope: PhantomData,
+        env: PhantomData,
+    };
+    // SAFETY: `scope.map` is valid for writes; the name and key are static.
+    unsafe { bindings::lockdep_init_map(scope.map.get(), name.as_char_ptr(), key.as_ptr(), 0) };
+    let ret = body(&scope);
+    scope.join();
+    ret
+}
+
+/// What the scope knows of an item.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Queued; may or may not have started.
+    Queued,
+    /// A `cancel_work()` found it running or finished: it will not be queued again.
+    Started,
+    /// Cancelled before it started: its closure was never called.
+    Cancelled,
+}
+
+/// An item of a scope, with its closure type erased.
+///
+/// The item may borrow for the scope's `'scope` only, but is stored as `'static`, as
+/// `std::thread::scope` stores its closures: the scope frees every item in its join, before
+/// `'scope` ends, and a `'scope` in the type would make the scope's own drop outlive `'scope`.
+struct Entry {
+    item: Pin<KBox<dyn ScopedWork>>,
+    state: State,
+}
+
+/// A [`ScopedItem`] without its closure type.
+trait ScopedWork {
+    /// Returns the item's `work_struct`.
+    fn work_ptr(self: Pin<&Self>) -> *mut bindings::work_struct;
+}
+
+/// A scope in which work items that borrow from the caller are spawned.
+///
+/// Made by [`scope!`] or [`scope_with_class`], and only lent to their body.
+///
+/// `'scope` is the lifetime of the scope, `'env` that of the borrows the items may hold. Both are
+/// invariant, as in `std::thread::Scope`. `Scope` is not `Sync`: items cannot spawn into it, a
+/// nested scope is opened instead.
+///
+/// # Invariants
+///
+/// - Every item in `items` was initialised with `name` and `key`, queued exactly once, is owned
+///   by the scope and never moves (it is pinned in its box).
+/// - An item is freed only when its state is [`State::Cancelled`] (its `cancel_work()` returned
+///   true) or after the join's `flush_work()`/`cancel_work_sync()` for it returned.
+/// - An item's closure belongs to the worker once the worker claimed the item (cleared its
+///   pending bit), and to the scope's thread after a `cancel_work()` that returned true or after
+///   the join.
+pub struct Scope<'scope, 'env: 'scope> {
+    items: RefCell<KVec<Entry>>,
+    name: &'static CStr,
+    key: &'static LockClassKey,
+    map: Opaque<bindings::lockdep_map>,
+    scope: PhantomData<&'scope mut &'scope ()>,
+    env: PhantomData<&'env mut &'env ()>,
+}
+
+impl<'scope, 'env> Scope<'scope, 'env> {
+    /// Spawns `f` as a work item on `queue`, on any CPU (`WORK_CPU_UNBOUND`).
+    ///
+    /// The item and the scope's bookkeeping are allocated with `flags` (`GFP_NOWAIT` is fine).
+    ///
+    /// # Errors
+    ///
+    /// Returns [`AllocError`] if memory could not be allocated; nothing was queued then and `f`
+    /// was dropped without being called.
+    pub fn spawn<F>(&'scope self, queue: &'scope Queue, flags: Flags, f: F) -> Result<(), AllocError>
+    where
+        F: FnOnce() + Send + 'scope,
+    {
+        self.spawn_inner(queue, None, flags, f)
+    }
+
+    /// Spawns `f` as a work item on `queue`, on a CPU of `node` (`queue_work_node()`).
+    ///
+    /// `queue` must be unbound (`WQ_UNBOUND`), as `queue_work_node()` requires; on another queue
+    /// the item is still queued, with a warning. If `node` has no online CPU the item runs on any
+    /// CPU. Placement is strict only on a queue with strict NUMA affinity.
+    ///
+    /// # Errors
+    ///
+    /// As [`Scope::spawn`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use core::sync::atomic::{AtomicUsize, Ordering};
+    /// use kernel::numa::NodeId;
+    /// use kernel::workqueue::{self, scope};
+    ///
+    /// let ran = AtomicUsize::new(0);
+    /// scope!("doc_node", |s| -> Result {
+    ///     let mut node = NodeId::next_with_cpus(None);
+    ///     for _ in 0..4 {
+    ///         let Some(n) = node else { break };
+    ///         let ran = &ran;
+    ///         s.spawn_on_node(workqueue::system_unbound(), n, GFP_KERNEL, move || {
+    ///             ran.fetch_add(1, Ordering::Relaxed);
+    ///         })?;
+    ///         node = NodeId::next_with_cpus(Some(n));
+    ///     }
+    ///     Ok(())
+    /// })?;
+    /// assert_eq!(ran.load(Ordering::Relaxed), 4);
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn spawn_on_node<F>(
+        &'scope self,
+        queue: &'scope Queue,
+        node: NodeId,
+        flags: Flags,
+        f: F,
+    ) -> Result<(), AllocError>
+    where
+        F: FnOnce() + Send + 'scope,
+    {
+        self.spawn_inner(queue, Some(node), flags, f)
+    }
+
+    fn spawn_inner<F>(
+        &'scope self,
+        queue: &'scope Queue,
+        node: Option<NodeId>,
+        flags: Flags,
+        f: F,
+    ) -> Result<(), AllocError>
+    where
+        F: FnOnce() + Send + 'scope,
+    {
+        let mut items = self.items.borrow_mut();
+        // Reserve the entry first: once queued, the item must be recorded.
+        items.reserve(1, flags)?;
+        let item = KBox::pin_init(
+            pin_init!(ScopedItem {
+                work <- Work::new(self.name, self.key),
+                func: UnsafeCell::new(Some(f)),
+            }),
+            flags,
+        )
+        .map_err(|_| AllocError)?;
+        // SAFETY: the box is only turned into a raw pointer and back into a pinned box below; the
+        // item does not move.
+        let raw = KBox::into_raw(unsafe { Pin::into_inner_unchecked(item) });
+        let erased: *mut (dyn ScopedWork + 'scope) = raw;
+        // SAFETY: only the lifetime bound changes. The item is freed by the join, before `'scope`
+        // ends (see `Entry`), and nothing uses it after that.
+        let erased: *mut (dyn ScopedWork + 'static) = unsafe { core::mem::transmute(erased) };
+        // SAFETY: `erased` comes from `KBox::into_raw` just above and was pinned.
+        let item = unsafe { Pin::new_unchecked(KBox::from_raw(erased)) };
+        // Within the capacity reserved above: this does not allocate and cannot fail.
+        items.push(
+            Entry {
+                item,
+                state: State::Queued,
+            },
+            flags,
+        )?;
+        // SAFETY: `raw` points to the item now owned by `items`, which is neither moved nor freed
+        // before the join.
+        let item_ref = ScopedItemRef(unsafe { NonNull::new_unchecked(raw) });
+        let wq = queue.0.get();
+        // SAFETY: the closure is called with a valid, initialised and never queued
+        // `work_struct`, so the queueing functions return true. By the type invariants the item
+        // stays valid until its function has run or it was cancelled, and the join in
+        // `scope_with_class` waits for that before `'scope` ends, so the function is never called
+        // after the borrows of `F` expire (`__enqueue`'s lifetime clause). `F: Send` lets it run
+        // on another thread.
+        // INVARIANT: the item is recorded in `items` (above) and queued exactly once (here).
+        let queued = unsafe {
+            item_ref.__enqueue(|work| match node {
+                Some(node) => bindings::queue_work_node(node.as_raw(), wq, work),
+                None => bindings::queue_work_on(
+                    bindings::wq_misc_consts_WORK_CPU_UNBOUND as _,
+                    wq,
+                    work,
+                ),
+            })
+        };
+        debug_assert!(queued);
+        Ok(())
+    }
+
+    /// Cancels every item that has not started yet and returns how many it cancelled.
+    ///
+    /// A cancelled item's closure is never called; it is dropped by the join. Items that already
+    /// started are left alone, and the join waits for them without waiting on any queued
+    /// item. A caller that needs the cancelled items' work done does it itself.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use core::sync::atomic::{AtomicUsize, Ordering};
+    /// use kernel::workqueue::{self, scope};
+    ///
+    /// let ran = AtomicUsize::new(0);
+    /// let cancelled = scope!("doc_cancel", |s| -> Result<usize> {
+    ///     for _ in 0..8 {
+    ///         let ran = &ran;
+    ///         s.spawn(workqueue::system_unbound(), GFP_KERNEL, move || {
+    ///             ran.fetch_add(1, Ordering::Relaxed);
+    ///         })?;
+    ///     }
+    ///     Ok(s.cancel_unstarted())
+    /// })?;
+    /// // Each item either ran or was cancelled, never both, never neither.
+    /// assert_eq!(ran.load(Ordering::Relaxed) + cancelled, 8);
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn cancel_unstarted(&self) -> usize {
+        let mut cancelled = 0;
+        for entry in self.items.borrow_mut().iter_mut() {
+            if entry.state != State::Queued {
+                continue;
+            }
+            // SAFETY: the item is alive (owned by `items`) and was queued.
+            // INVARIANT: `cancel_work()` returns true only if it took the item off the queue
+            // before its function started: the closure stays the scope's and is never called.
+            // Otherwise the item is running or done, and is not queued again.
+            if unsafe { bindings::cancel_work(entry.item.as_ref().work_ptr()) } {
+                entry.state = State::Cancelled;
+                cancelled += 1;
+            } else {
+                entry.state = State::Started;
+            }
+        }
+        cancelled
+    }
+
+    /// Waits for every item that was not cancelled, then frees all items.
+    fn join(&self) {
+        let mut items = self.items.borrow_mut();
+        if items.is_empty() {
+            return;
+        }
+        // As `flush_work()` does, but whether or not an item is still running: the caller's held
+        // locks now come before the class the items run under.
+        // SAFETY: `self.map` was initialised in `scope_with_class`; acquired and released here.
+        unsafe {
+            bindings::lock_map_acquire(self.map.get());
+            bindings::lock_map_release(self.map.get());
+        }
+        for entry in items.iter() {
+            let work = entry.item.as_ref().work_ptr();
+            match entry.state {
+                State::Cancelled => {}
+                // SAFETY: the item is alive and not pending: this waits for its function to
+                // return, if it is still running, without the checks `flush_work()` makes
+                // for queues that need to wait on pending items.
+                State::Started => unsafe {
+                    bindings::cancel_work_sync(work);
+                },
+                // SAFETY: the item is alive and was queued: this waits until its function has
+                // returned.
+                State::Queued => unsafe {
+                    bindings::flush_work(work);
+                },
+            }
+        }
+        // INVARIANT: every item was cancelled or has returned from its function; freeing them
+        // drops the closures that never ran.
+        drop(core::mem::take(&mut *items));
+    }
+}
+
+/// A closure spawned as a work item.
+#[pin_data]
+struct ScopedItem<F> {
+    #[pin]
+    work: Work<ScopedItem<F>>,
+    /// Taken by the worker that runs the item; still set if the item was cancelled.
+    func: UnsafeCell<Option<F>>,
+}
+
+crate::impl_has_work! {
+    impl{F} HasWork<ScopedItem<F>> for ScopedItem<F> { self.work }
+}
+
+impl<F: FnOnce() + Send> ScopedWork for ScopedItem<F> {
+    fn work_ptr(self: Pin<&Self>) -> *mut bindings::work_struct {
+        // SAFETY: `self.work` is a valid `Work`.
+        unsafe { Work::raw_get(&self.work) }
+    }
+}
+
+impl<F: FnOnce() + Send> WorkItem for ScopedItem<F> {
+    type Pointer = ScopedItemRef<F>;
+
+    fn run(this: ScopedItemRef<F>) {
+        // SAFETY: by the invariants of `ScopedItemRef`, the item is alive while its function
+        // runs, and the worker that claimed it owns the closure slot.
+        let func = unsafe { (*(*this.0.as_ptr()).func.get()).take() };
+        if let Some(func) = func {
+            func();
+        }
+        // `this` is not used again: the scope may free the item as soon as this returns.
+    }
+}
+
+/// A non-owning pointer to a queued [`ScopedItem`]; the scope owns the item.
+///
+/// # Invariants
+///
+/// `self.0` points to an item owned by a [`Scope`], which frees it only after it was cancelled
+/// or its function returned.
+struct ScopedItemRef<F>(NonNull<ScopedItem<F>>);
+
+// SAFETY: `__enqueue` passes the `work_struct` of the item `self` points to, which is valid for
+// the call. By the type invariant the scope keeps the item alive until its function has run or
+// it was cancelled, so the pointer stays valid until the function is called. `Pin<KBox<T>>`'s
+// implementation cannot be used: its `run` frees the item, which the join still reads.
+unsafe impl<F: FnOnce() + Send> RawWorkItem<0> for ScopedItemRef<F> {
+    type EnqueueOutput = bool;
+
+    unsafe fn __enqueue<Q>(self, queue_work_on: Q) -> bool
+    where
+        Q: FnOnce(*mut bindings::work_struct) -> bool,
+    {
+        // SAFETY: by the type invariant `self.0` points to a live item.
+        let work = unsafe { Work::raw_get(core::ptr::addr_of!((*self.0.as_ptr()).work)) };
+        queue_work_on(work)
+    }
+}
+
+// SAFETY: `ScopedItem`'s `Work` is initialised by `Work::new`, whose function is this `run`.
+unsafe impl<F: FnOnce() + Send> WorkItemPointer<0> for ScopedItemRef<F> {
+    unsafe extern "C" fn run(ptr: *mut bindings::work_struct) {
+        // The `work_struct` is the one `__enqueue` queued, inside a `Work<ScopedItem<F>>`.
+        let ptr = ptr.cast::<Work<ScopedItem<F>>>();
+        // SAFETY: `ptr` points to the `work` field of a live `ScopedItem`.
+        let item = unsafe { <ScopedItem<F> as super::HasWork<_>>::work_container_of(ptr) };
+        // SAFETY: `item` is not null; by the scope's invariants it stays alive until this
+        // function returns.
+        // INVARIANT: as just said.
+        let this = ScopedItemRef(unsafe { NonNull::new_unchecked(item) });
+        <ScopedItem<F> as WorkItem>::run(this)
+    }
+}
