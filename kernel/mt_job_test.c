@@ -645,7 +645,7 @@ static int hotplug_fn(void *arg)
 			ret = remove_cpu(cpu);
 			if (ret && !h->err)
 				h->err = ret;
-			msleep(5);
+			usleep_range(5000, 6000);
 		}
 		for (cpu = 1; cpu < nr_cpu_ids; cpu++) {
 			if (!cpu_present(cpu) || cpu_online(cpu))
@@ -653,7 +653,7 @@ static int hotplug_fn(void *arg)
 			ret = add_cpu(cpu);
 			if (ret && !h->err)
 				h->err = ret;
-			msleep(5);
+			usleep_range(5000, 6000);
 		}
 		h->cycles++;
 	}

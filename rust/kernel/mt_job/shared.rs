@@ -165,11 +165,9 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
             for _ in 0..wanted {
                 let node = self.helper_node(affinity, &mut prev);
                 let res = match node {
-                    Some(n) => {
-                        s.spawn_on_node(node_queue(), n, flags, move || {
-                            self.work(Some(n), Role::Helper);
-                        })
-                    }
+                    Some(n) => s.spawn_on_node(node_queue(), n, flags, move || {
+                        self.work(Some(n), Role::Helper);
+                    }),
                     None => s.spawn(workqueue::system_unbound(), flags, move || {
                         self.work(None, Role::Helper);
                     }),
@@ -192,7 +190,11 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
             }
             // Helpers that did not start yet would find little or nothing left, or must not be
             // waited for: cancel them, the sweep below does what they would have done.
-            let cancelled = if keep_helpers { 0 } else { s.cancel_unstarted() };
+            let cancelled = if keep_helpers {
+                0
+            } else {
+                s.cancel_unstarted()
+            };
             spawned - cancelled
         });
         // Every helper finished or was cancelled: take what is left (segments whose helper was

@@ -196,7 +196,12 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     ///
     /// Returns [`AllocError`] if memory could not be allocated; nothing was queued then and `f`
     /// was dropped without being called.
-    pub fn spawn<F>(&'scope self, queue: &'scope Queue, flags: Flags, f: F) -> Result<(), AllocError>
+    pub fn spawn<F>(
+        &'scope self,
+        queue: &'scope Queue,
+        flags: Flags,
+        f: F,
+    ) -> Result<(), AllocError>
     where
         F: FnOnce() + Send + 'scope,
     {
