@@ -10,9 +10,12 @@
 #include <linux/atomic.h>
 #include <linux/completion.h>
 #include <linux/cpu.h>
+#include <linux/debug_locks.h>
 #include <linux/delay.h>
 #include <linux/kthread.h>
 #include <linux/limits.h>
+#include <linux/moduleparam.h>
+#include <linux/mutex.h>
 #include <linux/mt_job.h>
 #include <linux/nodemask.h>
 #include <linux/sched.h>
@@ -512,6 +515,57 @@ static void mt_job_test_affinity_by_index_strict(struct kunit *test)
 	}
 }
 
+static int all_hi_node(unsigned long index, void *arg)
+{
+	struct by_index *b = arg;
+
+	return b->hi;
+}
+
+/*
+ * A nowait strict job whose caller (bound to another node) has no chunk of
+ * its own: it cancels the helpers that did not start yet instead of waiting
+ * for them, and runs their chunks after the join.  Every index still runs
+ * exactly once; how often helpers were cancelled is timing, so it is only
+ * reported.
+ */
+static void mt_job_test_strict_nowait(struct kunit *test)
+{
+	struct by_index b = { .half = 0 };
+	unsigned long off = 0;
+	struct task_struct *t;
+	struct concurrent c;
+	int i;
+
+	if (num_node_state(N_CPU) < 2)
+		kunit_skip(test, "needs 2 nodes with CPUs");
+	b.lo = first_node_with_cpus();
+	b.hi = next_node_in(b.lo, node_states[N_CPU]);
+	for (i = 0; i < 40; i++) {
+		b.r = rec_alloc(test, 0, 1 << 12);
+		c.job = job_of(b.r, 0, b.r->nr);
+		c.job.thread_fn = by_index_fn;
+		c.job.fn_arg = &b;
+		c.job.max_threads = 4;
+		c.job.affinity = MT_JOB_AFFINITY_BY_INDEX_STRICT;
+		c.job.node_of = all_hi_node;
+		c.job.nowait = true;
+		c.ret = -EINPROGRESS;
+		init_completion(&c.done);
+		t = kthread_create(concurrent_fn, &c, "mt_job_test/nowait");
+		KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+		KUNIT_ASSERT_EQ(test, set_cpus_allowed_ptr(t, cpumask_of_node(b.lo)), 0);
+		wake_up_process(t);
+		wait_for_completion(&c.done);
+		KUNIT_ASSERT_EQ(test, c.ret, 0);
+		expect_each_once(test, b.r);
+		off += c.job.nr_off_node;
+		kunit_kfree(test, b.r->counts);
+		kunit_kfree(test, b.r);
+	}
+	kunit_info(test, "%lu chunks ran off their node over 40 jobs\n", off);
+}
+
 static int nowait_node(unsigned long index, void *arg)
 {
 	int first = first_node_with_cpus();
@@ -827,6 +881,78 @@ static void mt_job_test_alloc_failure(struct kunit *test)
 #endif
 }
 
+static bool lockdep_report;
+module_param(lockdep_report, bool, 0444);
+MODULE_PARM_DESC(lockdep_report,
+		 "Run mt_job_test_lockdep_report, which ends lockdep for the boot");
+
+static DEFINE_MUTEX(mt_job_test_mutex);
+
+static int take_mutex_fn(unsigned long start, unsigned long end, void *arg)
+{
+	mutex_lock(&mt_job_test_mutex);
+	mutex_unlock(&mt_job_test_mutex);
+	return 0;
+}
+
+static int lockdep_caller_fn(void *arg)
+{
+	struct concurrent *c = arg;
+
+	/* First the helpers take the mutex, then the caller joins holding it. */
+	c->ret = mt_job_run(&c->job);
+	if (!c->ret) {
+		struct rec *r = c->r;
+		struct mt_job job = job_of(r, 0, r->nr);
+
+		job.max_threads = 2;
+		mutex_lock(&mt_job_test_mutex);
+		c->ret = mt_job_run(&job);
+		mutex_unlock(&mt_job_test_mutex);
+	}
+	complete(&c->done);
+	return 0;
+}
+
+/*
+ * The join is visible to lockdep: helpers that take a mutex, then a caller
+ * that joins its helpers while holding it, is reported as a possible
+ * deadlock even though it did not happen.  The report turns lockdep off for
+ * the rest of the boot, so this runs only with mt_job_test.lockdep_report=1
+ * (make check boots it alone and expects the report).
+ */
+static void mt_job_test_lockdep_report(struct kunit *test)
+{
+	struct task_struct *t;
+	struct concurrent c;
+	int lo, hi;
+
+	if (!lockdep_report)
+		kunit_skip(test, "needs mt_job_test.lockdep_report=1");
+	if (!IS_ENABLED(CONFIG_PROVE_LOCKING) || num_node_state(N_CPU) < 2)
+		kunit_skip(test, "needs CONFIG_PROVE_LOCKING and 2 nodes with CPUs");
+	KUNIT_ASSERT_TRUE(test, debug_locks);
+	lo = first_node_with_cpus();
+	hi = next_node_in(lo, node_states[N_CPU]);
+	c.r = rec_alloc(test, 0, 4096);
+	/* Node affinity elsewhere: only helpers run chunks, the caller waits. */
+	c.job = job_of(c.r, 0, 64);
+	c.job.thread_fn = take_mutex_fn;
+	c.job.max_threads = 2;
+	c.job.affinity = MT_JOB_AFFINITY_NODE;
+	c.job.node = hi;
+	c.ret = -EINPROGRESS;
+	init_completion(&c.done);
+	t = kthread_create(lockdep_caller_fn, &c, "mt_job_test/lockdep");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+	KUNIT_ASSERT_EQ(test, set_cpus_allowed_ptr(t, cpumask_of_node(lo)), 0);
+	wake_up_process(t);
+	wait_for_completion(&c.done);
+	KUNIT_EXPECT_EQ(test, c.ret, 0);
+	KUNIT_EXPECT_FALSE_MSG(test, debug_locks,
+			       "no lockdep report for a join under a mutex its helpers take");
+}
+
 static struct kunit_case mt_job_test_cases[] = {
 	KUNIT_CASE(mt_job_test_cover),
 	KUNIT_CASE(mt_job_test_max_threads),
@@ -841,10 +967,12 @@ static struct kunit_case mt_job_test_cases[] = {
 	KUNIT_CASE(mt_job_test_concurrent),
 	KUNIT_CASE(mt_job_test_affinity_by_index_strict),
 	KUNIT_CASE(mt_job_test_nowait),
+	KUNIT_CASE(mt_job_test_strict_nowait),
 	KUNIT_CASE(mt_job_test_cpuless_node),
 	KUNIT_CASE_SLOW(mt_job_test_hotplug),
 	KUNIT_CASE(mt_job_test_nested),
 	KUNIT_CASE(mt_job_test_alloc_failure),
+	KUNIT_CASE(mt_job_test_lockdep_report),
 	{}
 };
 

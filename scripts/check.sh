@@ -126,6 +126,23 @@ kc=$(echo "$kline" | grep -o 'crashed: [0-9]*' | grep -o '[0-9]*')
 passed=$((passed + ${kp:-0}))
 failed=$((failed + ${kf:-0} + ${kc:-0}))
 
+# The join of a workqueue scope is visible to lockdep: one KUnit case, booted
+# alone because the report it expects ends lockdep for that boot.
+lockdep_report() {
+	(cd "$TREE" && python3 tools/testing/kunit/kunit.py exec \
+		--build_dir "$KBUILD" --kunitconfig "$repo/tests/mt_job.kunitconfig" \
+		--qemu_config "$repo/tests/qemu_configs/x86_64_numa.py" \
+		--timeout 300 --kernel_args mt_job_test.lockdep_report=1 \
+		'mt_job.mt_job_test_lockdep_report') > "$logs/lockdep.log" 2>&1
+	cp "$KBUILD/test.log" "$logs/lockdep-kernel.log"
+	grep -q 'Ran 1 tests: passed: 1' "$logs/lockdep.log" ||
+		{ tail -n 20 "$logs/lockdep.log"; return 1; }
+	grep -q 'possible circular locking dependency' "$logs/lockdep-kernel.log" ||
+		{ echo "no lockdep report in $logs/lockdep-kernel.log"; return 1; }
+	echo "lockdep reported a join under a mutex the job's helpers take"
+}
+stage lockdep lockdep_report; count $?
+
 guest_suite() {	# guest_suite NAME: run 'guest.py NAME' (both engines where it boots each)
 	python3 "$repo/scripts/guest.py" "$1" --engines rust,padata |
 		tee "$logs/$1.txt"
