@@ -329,18 +329,29 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// use core::sync::atomic::{AtomicUsize, Ordering};
     /// use kernel::workqueue::{self, scope};
     ///
-    /// let ran = AtomicUsize::new(0);
+    /// // Counts the closures dropped, whether they ran or not.
+    /// struct Token<'a>(&'a AtomicUsize);
+    /// impl Drop for Token<'_> {
+    ///     fn drop(&mut self) {
+    ///         self.0.fetch_add(1, Ordering::Relaxed);
+    ///     }
+    /// }
+    ///
+    /// let (ran, dropped) = (AtomicUsize::new(0), AtomicUsize::new(0));
     /// let cancelled = scope!("doc_cancel", |s| -> Result<usize> {
     ///     for _ in 0..8 {
-    ///         let ran = &ran;
+    ///         let (ran, token) = (&ran, Token(&dropped));
     ///         s.spawn(workqueue::system_unbound(), GFP_KERNEL, move || {
+    ///             let _token = token;
     ///             ran.fetch_add(1, Ordering::Relaxed);
     ///         })?;
     ///     }
     ///     Ok(s.cancel_unstarted())
     /// })?;
-    /// // Each item either ran or was cancelled, never both, never neither.
+    /// // Each item either ran or was cancelled, never both, never neither, and every closure was
+    /// // dropped by the time the scope returned.
     /// assert_eq!(ran.load(Ordering::Relaxed) + cancelled, 8);
+    /// assert_eq!(dropped.load(Ordering::Relaxed), 8);
     /// # Ok::<(), Error>(())
     /// ```
     pub fn cancel_unstarted(&self) -> usize {
