@@ -155,8 +155,9 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
             Affinity::Node(node) => *node == me || !node.has_cpus() || !may_wait,
             _ => true,
         };
-        // Placement matters more than latency: let queued helpers run their node's chunks.
-        let keep_helpers = may_wait && (self.strict || matches!(affinity, Affinity::Node(_)));
+        // Where the calling thread may not take every chunk (strict jobs, node jobs it is off
+        // the node of), placement matters more than latency: let queued helpers run.
+        let keep_helpers = may_wait && (self.strict || !caller_works);
         let wanted = self.plan.threads - usize::from(caller_works);
         let mut caller_ran = 0;
         let helpers = scope!("mt_job", |s| {
