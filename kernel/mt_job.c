@@ -140,7 +140,10 @@ static int __init mt_job_run_padata(struct mt_job *job)
 		.align		= job->align,
 		.min_chunk	= job->min_chunk,
 		.max_threads	= job->max_threads,
-		.numa_aware	= job->affinity != MT_JOB_AFFINITY_NONE,
+		/* As upstream: deferred init (node) was not numa_aware. */
+		.numa_aware	= job->affinity == MT_JOB_AFFINITY_INTERLEAVE ||
+				  job->affinity == MT_JOB_AFFINITY_BY_INDEX ||
+				  job->affinity == MT_JOB_AFFINITY_BY_INDEX_STRICT,
 	};
 	unsigned long works;
 
@@ -167,22 +170,15 @@ static int mt_job_try_padata(struct mt_job *job, bool *ran)
 #endif
 
 /**
- * mt_job_run() - run a multithreaded job and wait for it
- * @job: the job; see &struct mt_job.  @job->engine and @job->nr_threads are
- *	set on return when the job was valid.
+ * __mt_job_run() - run a multithreaded job, see mt_job_run()
+ * @job: the job
+ * @keys: two static lock class keys of the call site
+ * @class_name: the name of their class, a static string
  *
- * Splits [@job->start, @job->start + @job->size) into chunks and calls
- * @job->thread_fn on each, from the calling thread and from helpers on the
- * unbound workqueue.  Returns only after every chunk that started has ended.
- * Must be called from a context that may sleep.
- *
- * Return: 0 when every chunk succeeded, the first error a chunk returned, or
- * -EINVAL with nothing run when @job->thread_fn is NULL, @job->align is not a
- * power of two, @job->max_threads < 1, @job->start + @job->size overflows,
- * @job->affinity is unknown, @job->node is not a possible node for
- * %MT_JOB_AFFINITY_NODE, or @job->node_of is NULL for a by-index affinity.
+ * Return: as mt_job_run().
  */
-int mt_job_run(struct mt_job *job)
+int __mt_job_run(struct mt_job *job, struct lock_class_key *keys,
+		 const char *class_name)
 {
 	int cap = READ_ONCE(mt_job_max_threads);
 	int saved = job->max_threads;
@@ -201,6 +197,9 @@ int mt_job_run(struct mt_job *job)
 	if (cap > 0)
 		job->max_threads = min(job->max_threads, cap);
 
+	/* padata waits for helpers that did not start: not for nowait jobs. */
+	if (job->engine == MT_JOB_ENGINE_PADATA && job->nowait)
+		job->engine = MT_JOB_ENGINE_RUST;
 	if (job->engine == MT_JOB_ENGINE_PADATA) {
 		ret = mt_job_try_padata(job, &ran);
 		if (!ran)
@@ -208,7 +207,7 @@ int mt_job_run(struct mt_job *job)
 	}
 	if (!ran && job->engine == MT_JOB_ENGINE_RUST &&
 	    IS_ENABLED(CONFIG_MT_JOB_RUST)) {
-		ret = mt_job_rust_run(job);
+		ret = mt_job_rust_run(job, keys, class_name);
 		ran = true;
 	}
 	if (!ran)
@@ -216,7 +215,7 @@ int mt_job_run(struct mt_job *job)
 	job->max_threads = saved;
 	return ret;
 }
-EXPORT_SYMBOL_GPL(mt_job_run);
+EXPORT_SYMBOL_GPL(__mt_job_run);
 
 /*
  * Create the Rust engine's node workqueue before the first jobs (deferred

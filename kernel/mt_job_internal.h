@@ -7,9 +7,11 @@
 #ifndef _KERNEL_MT_JOB_INTERNAL_H
 #define _KERNEL_MT_JOB_INTERNAL_H
 
+struct lock_class_key;
 struct mt_job;
 
-int mt_job_rust_run(struct mt_job *job);
+int mt_job_rust_run(struct mt_job *job, struct lock_class_key *keys,
+		    const char *class_name);
 int mt_job_rust_init(void);
 
 #endif /* _KERNEL_MT_JOB_INTERNAL_H */

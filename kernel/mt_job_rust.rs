@@ -10,9 +10,11 @@ use kernel::{
     alloc::flags::{__GFP_NOWARN, GFP_KERNEL, GFP_NOWAIT},
     bindings,
     error::{code::EINVAL, to_result, Result},
-    ffi::{c_int, c_ulong, c_void},
+    ffi::{c_char, c_int, c_ulong, c_void},
     mt_job::{Affinity, Align, Job},
     numa::NodeId,
+    str::CStr,
+    workqueue::ScopeClass,
 };
 
 /// The C job's callbacks and their argument, shared by every thread of the job.
@@ -42,7 +44,7 @@ impl Callbacks {
     }
 }
 
-fn run(job: &mut bindings::mt_job) -> Result {
+fn run(job: &mut bindings::mt_job, class: Option<(&'static CStr, &'static ScopeClass)>) -> Result {
     let cb = Callbacks {
         thread_fn: job.thread_fn.ok_or(EINVAL)?,
         node_of: job.node_of,
@@ -68,7 +70,7 @@ fn run(job: &mut bindings::mt_job) -> Result {
         }
         _ => return Err(EINVAL),
     };
-    let report = Job::new(job.start..end)?
+    let mut mt_job = Job::new(job.start..end)?
         .align(Align::new(job.align as u64)?)
         .min_chunk(job.min_chunk as u64)
         .max_threads(usize::try_from(job.max_threads).unwrap_or(0))?
@@ -77,11 +79,15 @@ fn run(job: &mut bindings::mt_job) -> Result {
             GFP_NOWAIT | __GFP_NOWARN
         } else {
             GFP_KERNEL
-        })
-        .run(|chunk| cb.chunk(chunk.start, chunk.end))?;
+        });
+    if let Some((name, class)) = class {
+        mt_job = mt_job.lock_class(name, class);
+    }
+    let (res, report) = mt_job.run_and_report(|chunk| cb.chunk(chunk.start, chunk.end));
+    // Also when a chunk failed: callers report how many threads worked.
     job.nr_threads = c_int::try_from(report.threads()).unwrap_or(c_int::MAX);
     job.nr_off_node = c_ulong::try_from(report.off_node()).unwrap_or(c_ulong::MAX);
-    Ok(())
+    res
 }
 
 /// Prepares the Rust engine at boot; called once from an `early_initcall` in `kernel/mt_job.c`.
@@ -105,13 +111,25 @@ pub extern "C" fn mt_job_rust_init() -> c_int {
 ///
 /// `job` must point to a valid `struct mt_job` that nobody else accesses during the call, whose
 /// `thread_fn` (and `node_of`, if set) may be called concurrently with `fn_arg` until this
-/// function returns.
+/// function returns. `keys` must be null or point to two static lock class keys of the call
+/// site (`mt_job_run()`), and `class_name` to a static string if `keys` is not null.
 #[no_mangle]
-pub unsafe extern "C" fn mt_job_rust_run(job: *mut bindings::mt_job) -> c_int {
+pub unsafe extern "C" fn mt_job_rust_run(
+    job: *mut bindings::mt_job,
+    keys: *mut bindings::lock_class_key,
+    class_name: *const c_char,
+) -> c_int {
     // SAFETY: by the safety requirements `job` is valid and exclusively ours for the call.
     let job = unsafe { &mut *job };
     job.engine = bindings::mt_job_engine_MT_JOB_ENGINE_RUST;
-    match run(job) {
+    let class = if keys.is_null() || class_name.is_null() {
+        None
+    } else {
+        // SAFETY: by the safety requirements, `keys` points to two static keys and
+        // `class_name` to a static C string.
+        Some(unsafe { (CStr::from_char_ptr(class_name), ScopeClass::from_raw(keys)) })
+    };
+    match run(job, class) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }

@@ -255,6 +255,9 @@ static void mt_job_test_affinity_node(struct kunit *test)
 			KUNIT_EXPECT_EQ_MSG(test, r->chunks[i].node, node,
 					    "chunk [%lu, %lu) off its node",
 					    r->chunks[i].start, r->chunks[i].end);
+		/* And the engine's own count agrees. */
+		if (job.engine == MT_JOB_ENGINE_RUST)
+			KUNIT_EXPECT_EQ(test, job.nr_off_node, 0UL);
 	}
 }
 
@@ -354,6 +357,23 @@ static void mt_job_test_error(struct kunit *test)
 			KUNIT_EXPECT_GT(test, last->end, 1234UL);
 			KUNIT_EXPECT_EQ(test, atomic_read(&r->late), 0);
 		}
+	}
+}
+
+/* A positive return from a chunk is success, in every engine. */
+static void mt_job_test_positive_return(struct kunit *test)
+{
+	int t;
+
+	for (t = 1; t <= 4; t += 3) {
+		struct rec *r = rec_alloc(test, 0, 10000);
+		struct mt_job job = job_of(r, 0, r->nr);
+
+		r->fail_at = 1234;
+		r->fail_errno = 1;
+		job.max_threads = t;
+		KUNIT_EXPECT_EQ(test, mt_job_run(&job), 0);
+		expect_each_once(test, r);
 	}
 }
 
@@ -522,25 +542,76 @@ static int all_hi_node(unsigned long index, void *arg)
 	return b->hi;
 }
 
+/* Keeps its CPU until stopped, above every SCHED_NORMAL kworker. */
+static int spinner_fn(void *arg)
+{
+	atomic_t *running = arg;
+
+	atomic_inc(running);
+	while (!kthread_should_stop())
+		cpu_relax();
+	return 0;
+}
+
 /*
  * A nowait strict job whose caller (bound to another node) has no chunk of
  * its own: it cancels the helpers that did not start yet instead of waiting
  * for them, and runs their chunks after the join.  Every index still runs
- * exactly once; how often helpers were cancelled is timing, so it is only
- * reported.
+ * exactly once.  First with the other node's CPUs taken by SCHED_FIFO
+ * spinners, so that no helper can start there: the caller must have run
+ * every chunk, off its node, alone; then 40 times on an idle machine, where
+ * how often helpers were cancelled is timing, so it is only reported.
  */
 static void mt_job_test_strict_nowait(struct kunit *test)
 {
 	struct by_index b = { .half = 0 };
+	atomic_t running = ATOMIC_INIT(0);
+	struct task_struct *spinners[NR_CPUS];
 	unsigned long off = 0;
 	struct task_struct *t;
 	struct concurrent c;
-	int i;
+	int i, cpu, n = 0;
 
 	if (num_node_state(N_CPU) < 2)
 		kunit_skip(test, "needs 2 nodes with CPUs");
 	b.lo = first_node_with_cpus();
 	b.hi = next_node_in(b.lo, node_states[N_CPU]);
+
+	for_each_cpu_and(cpu, cpumask_of_node(b.hi), cpu_online_mask) {
+		t = kthread_create_on_cpu(spinner_fn, &running, cpu, "mt_job_spin/%u");
+		KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+		sched_set_fifo(t);
+		wake_up_process(t);
+		spinners[n++] = t;
+	}
+	while (atomic_read(&running) < n)
+		usleep_range(100, 200);
+	b.r = rec_alloc(test, 0, 1 << 12);
+	c.job = job_of(b.r, 0, b.r->nr);
+	c.job.thread_fn = by_index_fn;
+	c.job.fn_arg = &b;
+	c.job.max_threads = 4;
+	c.job.affinity = MT_JOB_AFFINITY_BY_INDEX_STRICT;
+	c.job.node_of = all_hi_node;
+	c.job.nowait = true;
+	c.ret = -EINPROGRESS;
+	init_completion(&c.done);
+	t = kthread_create(concurrent_fn, &c, "mt_job_test/nowait");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+	KUNIT_ASSERT_EQ(test, set_cpus_allowed_ptr(t, cpumask_of_node(b.lo)), 0);
+	wake_up_process(t);
+	wait_for_completion(&c.done);
+	for (i = 0; i < n; i++)
+		kthread_stop(spinners[i]);
+	KUNIT_ASSERT_EQ(test, c.ret, 0);
+	expect_each_once(test, b.r);
+	if (c.job.engine == MT_JOB_ENGINE_RUST) {
+		KUNIT_EXPECT_EQ(test, c.job.nr_threads, 1);
+		KUNIT_EXPECT_EQ(test, c.job.nr_off_node, (unsigned long)b.r->nr_chunks);
+	}
+	kunit_kfree(test, b.r->counts);
+	kunit_kfree(test, b.r);
+
 	for (i = 0; i < 40; i++) {
 		b.r = rec_alloc(test, 0, 1 << 12);
 		c.job = job_of(b.r, 0, b.r->nr);
@@ -895,19 +966,25 @@ static int take_mutex_fn(unsigned long start, unsigned long end, void *arg)
 	return 0;
 }
 
+/* One call site, hence one lock class, for both jobs below. */
+static noinline int lockdep_run(struct mt_job *job)
+{
+	return mt_job_run(job);
+}
+
 static int lockdep_caller_fn(void *arg)
 {
 	struct concurrent *c = arg;
 
 	/* First the helpers take the mutex, then the caller joins holding it. */
-	c->ret = mt_job_run(&c->job);
+	c->ret = lockdep_run(&c->job);
 	if (!c->ret) {
 		struct rec *r = c->r;
 		struct mt_job job = job_of(r, 0, r->nr);
 
 		job.max_threads = 2;
 		mutex_lock(&mt_job_test_mutex);
-		c->ret = mt_job_run(&job);
+		c->ret = lockdep_run(&job);
 		mutex_unlock(&mt_job_test_mutex);
 	}
 	complete(&c->done);
@@ -961,6 +1038,7 @@ static struct kunit_case mt_job_test_cases[] = {
 	KUNIT_CASE(mt_job_test_affinity_interleave),
 	KUNIT_CASE(mt_job_test_affinity_by_index),
 	KUNIT_CASE(mt_job_test_error),
+	KUNIT_CASE(mt_job_test_positive_return),
 	KUNIT_CASE(mt_job_test_einval),
 	KUNIT_CASE(mt_job_test_small),
 	KUNIT_CASE(mt_job_test_ulong_max),

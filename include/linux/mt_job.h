@@ -10,6 +10,8 @@
 #ifndef _LINUX_MT_JOB_H
 #define _LINUX_MT_JOB_H
 
+#include <linux/lockdep_types.h>
+#include <linux/stringify.h>
 #include <linux/types.h>
 
 /**
@@ -107,7 +109,36 @@ struct mt_job {
 	unsigned long nr_off_node;
 };
 
-int mt_job_run(struct mt_job *job);
+int __mt_job_run(struct mt_job *job, struct lock_class_key *keys,
+		 const char *class_name);
 const char *mt_job_engine_name(enum mt_job_engine engine);
+
+/**
+ * mt_job_run() - run a multithreaded job and wait for it
+ * @job: the job; see &struct mt_job.  @job->engine, @job->nr_threads and
+ *	@job->nr_off_node are set on return when the job was valid.
+ *
+ * Splits [@job->start, @job->start + @job->size) into chunks and calls
+ * @job->thread_fn on each, from the calling thread and from helpers on
+ * workqueues.  Returns only after every helper has finished or was cancelled
+ * before it started; then runs any chunk still left on the calling thread.
+ * Must be called from a context that may sleep.
+ *
+ * Each call site has its own lockdep class (named after the calling
+ * function): the helpers run under it and the wait for them acquires it, so
+ * lockdep reports a caller that waits while holding a lock its helpers take.
+ *
+ * Return: 0 when every chunk succeeded, the first error a chunk returned, or
+ * -EINVAL with nothing run when @job->thread_fn is NULL, @job->align is not a
+ * power of two, @job->max_threads < 1, @job->start + @job->size overflows,
+ * @job->affinity is unknown, @job->node is not a possible node for
+ * %MT_JOB_AFFINITY_NODE, or @job->node_of is NULL for a by-index affinity.
+ */
+#define mt_job_run(job)							\
+({									\
+	static struct lock_class_key __mt_job_keys[2];			\
+									\
+	__mt_job_run(job, __mt_job_keys, __func__);			\
+})
 
 #endif /* _LINUX_MT_JOB_H */

@@ -53,6 +53,8 @@ use crate::{
     error::{code::EINVAL, Error, Result},
     numa::NodeId,
     page::Pfn,
+    str::CStr,
+    workqueue::ScopeClass,
 };
 use core::{
     marker::PhantomData,
@@ -276,6 +278,7 @@ pub struct Job<'a, I: Index> {
     max_threads: usize,
     affinity: Affinity<'a, I>,
     alloc_flags: Flags,
+    class: Option<(&'static CStr, &'static ScopeClass)>,
 }
 
 impl<'a, I: Index> Job<'a, I> {
@@ -310,6 +313,7 @@ impl<'a, I: Index> Job<'a, I> {
             max_threads: 1,
             affinity: Affinity::None,
             alloc_flags: GFP_KERNEL,
+            class: None,
         })
     }
 
@@ -445,6 +449,30 @@ impl<'a, I: Index> Job<'a, I> {
         self
     }
 
+    /// Sets the lock class (and its name) the job's helpers run under and its join acquires; see
+    /// [`workqueue::scope_with_class`]. By default all jobs share one class named `mt_job`, so
+    /// lockdep relates the locks held around one caller's job to those taken in another
+    /// caller's chunks; a caller whose chunks or context differ gives its own class.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::{c_str, mt_job::Job, static_scope_class};
+    ///
+    /// let report = Job::new(0usize..64)?
+    ///     .max_threads(2)?
+    ///     .lock_class(c_str!("doc_job"), static_scope_class!())
+    ///     .run(|_| Ok(()))?;
+    /// assert_eq!(report.chunks(), 8);
+    /// # Ok::<(), Error>(())
+    /// ```
+    ///
+    /// [`workqueue::scope_with_class`]: crate::workqueue::scope_with_class
+    pub fn lock_class(mut self, name: &'static CStr, class: &'static ScopeClass) -> Self {
+        self.class = Some((name, class));
+        self
+    }
+
     /// Runs `f` over every chunk of the range and waits for all helpers to finish.
     ///
     /// `f` may be called concurrently from several threads, in any order, in process context,
@@ -479,10 +507,33 @@ impl<'a, I: Index> Job<'a, I> {
     where
         F: Fn(Range<I>) -> Result + Sync,
     {
+        let (res, report) = self.run_and_report(f);
+        res.map(|()| report)
+    }
+
+    /// Runs `f` as [`Job::run`] does, and returns what the job used even when a chunk failed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::mt_job::Job;
+    ///
+    /// let (res, report) = Job::new(0usize..1000)?.min_chunk(100).run_and_report(|chunk| {
+    ///     if chunk.contains(&450) { Err(EIO) } else { Ok(()) }
+    /// });
+    /// assert_eq!(res, Err(EIO));
+    /// assert_eq!(report.threads(), 1);
+    /// assert_eq!(report.chunks(), 4);
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn run_and_report<F>(&self, f: F) -> (Result, Report)
+    where
+        F: Fn(Range<I>) -> Result + Sync,
+    {
         crate::task::might_sleep();
         let plan = Plan::new(self);
         if plan.chunks == 0 {
-            return Ok(Report::default());
+            return (Ok(()), Report::default());
         }
         let node = match self.affinity {
             Affinity::Node(node) => Some(node),
@@ -505,14 +556,15 @@ impl<'a, I: Index> Job<'a, I> {
             off_node: AtomicUsize::new(0),
             _index: PhantomData,
         };
-        let threads = shared.run(&self.affinity, self.alloc_flags);
+        let threads = shared.run(&self.affinity, self.alloc_flags, self.class);
+        let report = Report {
+            threads,
+            chunks: plan.chunks,
+            off_node: shared.off_node.load(Ordering::Relaxed),
+        };
         match shared.error.load(Ordering::Relaxed) {
-            0 => Ok(Report {
-                threads,
-                chunks: plan.chunks,
-                off_node: shared.off_node.load(Ordering::Relaxed),
-            }),
-            errno => Err(Error::from_errno(errno)),
+            0 => (Ok(()), report),
+            errno => (Err(Error::from_errno(errno)), report),
         }
     }
 }

@@ -9,10 +9,12 @@ use super::{
 };
 use crate::{
     alloc::{flags::GFP_KERNEL, Flags},
+    c_str,
     error::Result,
     numa::NodeId,
-    scope,
-    workqueue::{self, Queue},
+    static_scope_class,
+    str::CStr,
+    workqueue::{self, scope_with_class, Queue, ScopeClass},
 };
 use core::{
     marker::PhantomData,
@@ -144,27 +146,38 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
     /// (or cancels those that did not start), then runs whatever chunk is left.
     ///
     /// Returns the number of threads that took part.
-    pub(super) fn run(&self, affinity: &Affinity<'_, I>, flags: Flags) -> usize {
+    pub(super) fn run(
+        &self,
+        affinity: &Affinity<'_, I>,
+        flags: Flags,
+        class: Option<(&'static CStr, &'static ScopeClass)>,
+    ) -> usize {
         let me = NodeId::current();
-        // Whether the calling thread may wait for helpers that have not started: waiting may
-        // depend on kworker creation, which allocates with GFP_KERNEL.
-        let may_wait = flags.contains(GFP_KERNEL);
-        // A node job keeps the calling thread off other nodes' chunks if it can wait for helpers;
-        // a node without CPUs gets no helper that could run there anyway.
-        let caller_works = match affinity {
-            Affinity::Node(node) => *node == me || !node.has_cpus() || !may_wait,
-            _ => true,
-        };
-        // Where the calling thread may not take every chunk (strict jobs, node jobs it is off
-        // the node of), placement matters more than latency: let queued helpers run.
-        let keep_helpers = may_wait && (self.strict || !caller_works);
-        let wanted = self.plan.threads - usize::from(caller_works);
+        let (name, class) = class.unwrap_or((c_str!("mt_job"), static_scope_class!()));
         let mut caller_ran = 0;
-        let helpers = scope!("mt_job", |s| {
+        let helpers = scope_with_class(name, class, |s| {
+            // Whether the calling thread may wait for helpers that have not started: waiting may
+            // depend on kworker creation, which allocates with GFP_KERNEL, and is not allowed in
+            // reclaim or from a work item (`Scope::may_wait`).
+            let may_wait = flags.contains(GFP_KERNEL) && s.may_wait();
+            // A node job keeps the calling thread off other nodes' chunks if it can wait for
+            // helpers; a node without CPUs gets no helper that could run there anyway.
+            let caller_works = match affinity {
+                Affinity::Node(node) => *node == me || !node.has_cpus() || !may_wait,
+                _ => true,
+            };
+            // Where the calling thread may not take every chunk (strict jobs, node jobs it is
+            // off the node of), placement matters more than latency: let queued helpers run.
+            let keep_helpers = may_wait && (self.strict || !caller_works);
+            let wanted = self.plan.threads - usize::from(caller_works);
             let mut prev = Some(me);
             let mut spawned = 0;
             for _ in 0..wanted {
                 let node = self.helper_node(affinity, &mut prev);
+                // A strict helper without a node would take nothing.
+                if self.strict && node.is_none() {
+                    break;
+                }
                 let res = match node {
                     Some(n) => s.spawn_on_node(node_queue(), n, flags, move || {
                         self.work(Some(n), Role::Helper);

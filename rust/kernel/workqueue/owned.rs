@@ -4,7 +4,7 @@
 
 use super::Queue;
 use crate::{
-    bindings,
+    bindings, c_str,
     error::{code::ENOMEM, to_result, Result},
     str::CStr,
 };
@@ -28,7 +28,7 @@ impl OwnedQueue {
     /// (see Documentation/core-api/workqueue.rst, "Affinity Scopes"). Items queued on a node
     /// without online CPUs run on any CPU.
     ///
-    /// `name` is used as a format string by `alloc_workqueue()`: it must not contain `%`.
+    /// `alloc_workqueue()` copies `name`.
     ///
     /// # Errors
     ///
@@ -46,10 +46,15 @@ impl OwnedQueue {
     /// drop(queue);
     /// # Ok::<(), Error>(())
     /// ```
-    pub fn new_unbound_numa_strict(name: &'static CStr) -> Result<Self> {
-        // SAFETY: `name` is a valid C string without conversions (documented above).
+    pub fn new_unbound_numa_strict(name: &CStr) -> Result<Self> {
+        // SAFETY: the format string takes one string argument, and `name` is a valid C string.
         let wq = unsafe {
-            bindings::alloc_workqueue(name.as_char_ptr(), bindings::wq_flags_WQ_UNBOUND, 0)
+            bindings::alloc_workqueue(
+                c_str!("%s").as_char_ptr(),
+                bindings::wq_flags_WQ_UNBOUND,
+                bindings::wq_consts_WQ_UNBOUND_MAX_ACTIVE as _,
+                name.as_char_ptr(),
+            )
         };
         // INVARIANT: the workqueue was just allocated; only `drop` destroys it.
         let queue = Self(NonNull::new(wq).ok_or(ENOMEM)?);
@@ -58,20 +63,32 @@ impl OwnedQueue {
         if attrs.is_null() {
             return Err(ENOMEM);
         }
-        // SAFETY: `attrs` is valid and ours; `queue` is an unbound workqueue nothing was queued on
-        // yet. The attributes are copied by `apply_workqueue_attrs()` and freed here.
-        let ret = unsafe {
+        // SAFETY: `attrs` is valid and only ours.
+        unsafe {
             (*attrs).affn_scope = bindings::wq_affn_scope_WQ_AFFN_NUMA;
             (*attrs).affn_strict = true;
-            let ret = bindings::apply_workqueue_attrs(queue.0.as_ptr(), attrs);
-            bindings::free_workqueue_attrs(attrs);
-            ret
-        };
+        }
+        // SAFETY: `queue` is an unbound workqueue nothing was queued on yet; `attrs` is valid and
+        // is copied, not kept.
+        let ret = unsafe { bindings::apply_workqueue_attrs(queue.0.as_ptr(), attrs) };
+        // SAFETY: `attrs` came from `alloc_workqueue_attrs()` and is no longer used.
+        unsafe { bindings::free_workqueue_attrs(attrs) };
         to_result(ret)?;
         Ok(queue)
     }
 
     /// Keeps the workqueue for the rest of the kernel's life and returns it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::{c_str, workqueue::{OwnedQueue, Queue}};
+    ///
+    /// // A queue made once at boot and used by everyone after.
+    /// let queue: &'static Queue = OwnedQueue::new_unbound_numa_strict(c_str!("doc_leak"))?.leak();
+    /// queue.try_spawn(GFP_KERNEL, || pr_info!("on a leaked queue\n"))?;
+    /// # Ok::<(), Error>(())
+    /// ```
     pub fn leak(self) -> &'static Queue {
         let wq = self.0;
         core::mem::forget(self);

@@ -17,22 +17,27 @@
 //! (`process_one_work()`). The join acquires the same class, exclusively, as `flush_work()`
 //! does, but always, not only when an item is still pending or running: a caller that joins
 //! while holding a lock that one of its items takes gets a lockdep report even when the item
-//! happened to finish first. A scope opened inside a work item (a nested scope) uses a second
-//! class of the same call site, so that one level of nesting is not reported as recursion;
-//! deeper nesting through one call site is reported, as a `flush_work()` of the same class
-//! would be.
+//! happened to finish first. Each [`ScopeClass`] has two classes: a scope opened while the
+//! thread runs any work item (`current_work()` is set, for example in an item of another scope)
+//! uses the second one, so that one level of nesting through one call site is not reported as
+//! recursion; deeper nesting through one call site is reported, as a `flush_work()` of the same
+//! class would be. Only the pointer `current_work()` returns is looked at: the item it points to
+//! may already be freed.
 //!
 //! # Forward progress
 //!
 //! An item that has not started waits for an idle worker of its queue, and creating a worker
 //! allocates with `GFP_KERNEL`. Only `WQ_MEM_RECLAIM` queues have a rescuer. A caller that must
-//! make progress under memory pressure (for example because it frees memory) calls
-//! [`Scope::cancel_unstarted`] and does the cancelled items' work itself: the join then waits
-//! only for items already running.
+//! make progress under memory pressure (for example because it frees memory), or that runs in a
+//! work item itself, calls [`Scope::cancel_unstarted`] and does the cancelled items' work itself:
+//! the join then waits only for items already running. [`Scope::may_wait`] says when that is
+//! needed.
 //!
-//! This mirrors later upstream work: `Queue::try_spawn` (a closure as a work item, which must be
-//! `'static` there), `kernel::sync::Completion` (the join here waits on the workqueue's own
-//! barriers instead) and `kernel::alloc::NumaNode` (here [`NodeId`]).
+//! It relates to other workqueue code in Rust as follows: `Queue::try_spawn` also runs a closure
+//! as a work item, but a `'static` one that frees itself; later upstream's
+//! `kernel::sync::Completion` would allow a join on a private count, which this scope does not
+//! need since it waits on the workqueue's own barriers; later upstream's
+//! `kernel::alloc::NumaNode` is [`NodeId`] here.
 
 use super::{Queue, RawWorkItem, Work, WorkItem, WorkItemPointer};
 use crate::{
@@ -48,13 +53,42 @@ use crate::{
 use core::{cell::RefCell, cell::UnsafeCell, marker::PhantomData, pin::Pin, ptr::NonNull};
 use macros::pin_data;
 
-/// The lock classes of one [`scope!`] call site: one for scopes opened outside work items, one
-/// for scopes opened inside a work item.
+/// The lock classes of one call site of [`scope_with_class`]: one for scopes opened outside work
+/// items, one for scopes opened inside a work item.
 ///
-/// Made by [`scope!`]; lockdep expects statically allocated, uninitialised keys.
+/// Made by [`static_scope_class!`] (and [`scope!`]); lockdep expects statically allocated,
+/// uninitialised keys. The layout is that of C's `struct lock_class_key[2]`.
+#[repr(C)]
 pub struct ScopeClass {
     top: LockClassKey,
     nested: LockClassKey,
+}
+
+impl ScopeClass {
+    /// Returns the class made of the two keys at `keys`, for a class defined in C.
+    ///
+    /// # Safety
+    ///
+    /// `keys` must point to a `static struct lock_class_key[2]` (statically allocated, never
+    /// freed, not used as another lock's key).
+    pub unsafe fn from_raw(keys: *mut bindings::lock_class_key) -> &'static ScopeClass {
+        // SAFETY: `ScopeClass` is `repr(C)` and made of two `repr(transparent)` wrappers of
+        // `lock_class_key`, so it has the layout of `struct lock_class_key[2]`; the caller
+        // promises that `keys` points to such static keys.
+        unsafe { &*keys.cast::<ScopeClass>() }
+    }
+}
+
+/// Defines a [`ScopeClass`] for one call site and returns a `&'static` reference to it.
+#[macro_export]
+macro_rules! static_scope_class {
+    () => {{
+        static CLASS: $crate::workqueue::ScopeClass =
+            // SAFETY: lockdep expects uninitialised memory for statically allocated keys, and
+            // `ScopeClass` is made of `LockClassKey`s only.
+            unsafe { ::core::mem::MaybeUninit::uninit().assume_init() };
+        &CLASS
+    }};
 }
 
 /// Runs `body` with a [`Scope`] and waits for every work item it spawned.
@@ -86,13 +120,13 @@ pub struct ScopeClass {
 /// ```
 #[macro_export]
 macro_rules! scope {
-    ($name:literal, $body:expr $(,)?) => {{
-        static CLASS: $crate::workqueue::ScopeClass =
-            // SAFETY: lockdep expects uninitialised memory for statically allocated keys, and
-            // `ScopeClass` is made of `LockClassKey`s only.
-            unsafe { ::core::mem::MaybeUninit::uninit().assume_init() };
-        $crate::workqueue::scope_with_class($crate::c_str!($name), &CLASS, $body)
-    }};
+    ($name:literal, $body:expr $(,)?) => {
+        $crate::workqueue::scope_with_class(
+            $crate::c_str!($name),
+            $crate::static_scope_class!(),
+            $body,
+        )
+    };
 }
 
 /// Runs `body` with a [`Scope`] named `name`, then waits for every item spawned on it.
@@ -119,10 +153,12 @@ where
     // it points to (if any) is not accessed.
     let nested = !unsafe { bindings::current_work() }.is_null();
     let key = if nested { &class.nested } else { &class.top };
+    // INVARIANT: there is no item yet.
     let scope = Scope {
         items: RefCell::new(KVec::new()),
         name,
         key,
+        nested,
         map: Opaque::uninit(),
         scope: PhantomData,
         env: PhantomData,
@@ -182,13 +218,16 @@ pub struct Scope<'scope, 'env: 'scope> {
     items: RefCell<KVec<Entry>>,
     name: &'static CStr,
     key: &'static LockClassKey,
+    /// Whether the scope was opened while the thread runs a work item.
+    nested: bool,
     map: Opaque<bindings::lockdep_map>,
     scope: PhantomData<&'scope mut &'scope ()>,
     env: PhantomData<&'env mut &'env ()>,
 }
 
 impl<'scope, 'env> Scope<'scope, 'env> {
-    /// Spawns `f` as a work item on `queue`, on any CPU (`WORK_CPU_UNBOUND`).
+    /// Spawns `f` as a work item on `queue` (`WORK_CPU_UNBOUND`: for an unbound queue any CPU,
+    /// for a per-CPU queue the local one).
     ///
     /// The item and the scope's bookkeeping are allocated with `flags` (`GFP_NOWAIT` is fine).
     ///
@@ -292,16 +331,17 @@ impl<'scope, 'env> Scope<'scope, 'env> {
             },
             flags,
         )?;
-        // SAFETY: `raw` points to the item now owned by `items`, which is neither moved nor freed
-        // before the join.
+        // SAFETY: `raw` comes from `KBox::into_raw`, so it is not null.
+        // INVARIANT: the item is now owned by `items`, which frees it only after it was
+        // cancelled or its function returned.
         let item_ref = ScopedItemRef(unsafe { NonNull::new_unchecked(raw) });
         let wq = queue.0.get();
         // SAFETY: the closure is called with a valid, initialised and never queued
         // `work_struct`, so the queueing functions return true. By the type invariants the item
         // stays valid until its function has run or it was cancelled, and the join in
         // `scope_with_class` waits for that before `'scope` ends, so the function is never called
-        // after the borrows of `F` expire (`__enqueue`'s lifetime clause). `F: Send` lets it run
-        // on another thread.
+        // after the borrows of `F` expire (`__enqueue`'s lifetime clause). `ScopedItemRef<F>` is
+        // `Send`, so the function may run on another thread.
         // INVARIANT: the item is recorded in `items` (above) and queued exactly once (here).
         let queued = unsafe {
             item_ref.__enqueue(|work| match node {
@@ -320,8 +360,9 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// Cancels every item that has not started yet and returns how many it cancelled.
     ///
     /// A cancelled item's closure is never called; it is dropped by the join. Items that already
-    /// started are left alone, and the join waits for them without waiting on any queued
-    /// item. A caller that needs the cancelled items' work done does it itself.
+    /// started are left alone, and the join waits only for them, unless more items are spawned
+    /// after this call (the join waits for those to run). A caller that needs the cancelled
+    /// items' work done does it itself.
     ///
     /// # Examples
     ///
@@ -374,26 +415,37 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         cancelled
     }
 
+    /// Returns whether the scope's thread may wait for items that have not started.
+    ///
+    /// It may not when it runs a work item itself (its items may need a worker of the same pool,
+    /// or a new one) or when it has `PF_MEMALLOC` set (it is reclaiming memory, and starting an
+    /// item may need a kworker allocated with `GFP_KERNEL`). Such a caller calls
+    /// [`Scope::cancel_unstarted`] before the join and does the cancelled items' work itself.
+    pub fn may_wait(&self) -> bool {
+        // SAFETY: `get_current()` returns the running task, which is valid during this call.
+        let flags = unsafe { (*bindings::get_current()).flags };
+        !self.nested && flags & bindings::PF_MEMALLOC == 0
+    }
+
     /// Waits for every item that was not cancelled, then frees all items.
     fn join(&self) {
-        let mut items = self.items.borrow_mut();
-        if items.is_empty() {
-            return;
-        }
-        // As `flush_work()` does, but whether or not an item is still running: the caller's held
-        // locks now come before the class the items run under.
+        // As `flush_work()` does, but whether or not an item is still running, and even if no
+        // item could be spawned: the caller's held locks now come before the class the items
+        // run under.
         // SAFETY: `self.map` was initialised in `scope_with_class`; acquired and released here.
         unsafe {
             bindings::lock_map_acquire(self.map.get());
             bindings::lock_map_release(self.map.get());
         }
+        let mut items = self.items.borrow_mut();
         for entry in items.iter() {
             let work = entry.item.as_ref().work_ptr();
             match entry.state {
                 State::Cancelled => {}
-                // SAFETY: the item is alive and not pending: this waits for its function to
-                // return, if it is still running, without the checks `flush_work()` makes
-                // for queues that need to wait on pending items.
+                // A `cancel_work()` found it running or done, and it is never queued again: this
+                // waits for its function to return if it still runs, and unlike `flush_work()`
+                // needs no check for waiting on pending items (`check_flush_dependency()`).
+                // SAFETY: the item is alive, was queued once and is not queued again.
                 State::Started => unsafe {
                     bindings::cancel_work_sync(work);
                 },
@@ -451,6 +503,11 @@ impl<F: FnOnce() + Send> WorkItem for ScopedItem<F> {
 /// `self.0` points to an item owned by a [`Scope`], which frees it only after it was cancelled
 /// or its function returned.
 struct ScopedItemRef<F>(NonNull<ScopedItem<F>>);
+
+// SAFETY: the pointer only hands the item over to the worker that runs it: the worker takes the
+// closure, which is `Send`, and the `Work` it reads is `Sync`; the scope's thread does not touch
+// the closure slot until the item was cancelled or its function returned.
+unsafe impl<F: FnOnce() + Send> Send for ScopedItemRef<F> {}
 
 // SAFETY: `__enqueue` passes the `work_struct` of the item `self` points to, which is valid for
 // the call. By the type invariant the scope keeps the item alive until its function has run or
