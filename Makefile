@@ -23,7 +23,8 @@ APPEND  ?=
 
 KMAKE = $(MAKE) -C $(TREE) O=$(KBUILD) LLVM=$(LLVM)
 
-.PHONY: all setup setup-if-needed base apply sync diff config kernel run check \
+.PHONY: all setup setup-if-needed base apply sync diff config kernel kernel-norust \
+	boottest-norust run check \
 	rustfmt series series-build bench-hugetlb bench-free clean distclean help
 
 all: help
@@ -73,6 +74,29 @@ kernel: config
 	@$(KMAKE) CLIPPY=1 -j$(JOBS) > $(BUILD)/build.log 2>&1 || \
 		{ tail -n 40 $(BUILD)/build.log; echo "kernel: build failed, see build/build.log"; exit 1; }
 	@echo "kernel: $(KBUILD)/arch/x86/boot/bzImage"
+
+# The same configuration without Rust (CONFIG_RUST=n, hence no
+# CONFIG_MT_JOB_RUST): what distribution kernels build.  Its own build
+# directory; incremental like the other.
+KBUILD_NORUST := $(BUILD)/kbuild-norust
+kernel-norust: config
+	@mkdir -p $(KBUILD_NORUST)
+	@cp $(KBUILD)/.config $(KBUILD_NORUST)/.config.new
+	@$(TREE)/scripts/config --file $(KBUILD_NORUST)/.config.new -d RUST
+	@cmp -s $(KBUILD_NORUST)/.config.new $(KBUILD_NORUST)/.config.src || \
+		{ cp $(KBUILD_NORUST)/.config.new $(KBUILD_NORUST)/.config.src; \
+		  cp $(KBUILD_NORUST)/.config.new $(KBUILD_NORUST)/.config; \
+		  $(MAKE) -s -C $(TREE) O=$(KBUILD_NORUST) LLVM=$(LLVM) olddefconfig; }
+	@echo "kernel-norust: building in $(KBUILD_NORUST) (log in build/build-norust.log)"
+	@$(MAKE) -C $(TREE) O=$(KBUILD_NORUST) LLVM=$(LLVM) -j$(JOBS) \
+		> $(BUILD)/build-norust.log 2>&1 || \
+		{ tail -n 40 $(BUILD)/build-norust.log; echo "kernel-norust: build failed"; exit 1; }
+	@! grep -q '^CONFIG_RUST=y' $(KBUILD_NORUST)/.config
+	@echo "kernel-norust: $(KBUILD_NORUST)/arch/x86/boot/bzImage"
+
+# Boot the kernel without Rust: deferred init and hugetlb on padata.
+boottest-norust: kernel-norust
+	python3 scripts/guest.py boottest --kbuild $(KBUILD_NORUST) --engines padata
 
 run: kernel
 	python3 scripts/guest.py run --mem $(MEM) --cpus $(CPUS) --nodes $(NODES) \

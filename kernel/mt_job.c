@@ -3,12 +3,16 @@
  * mt_job_run(): the C entry point of multithreaded jobs.
  *
  * It checks the job, then hands it to one of three engines:
- *  - "rust": kernel::mt_job (kernel/mt_job_rust.rs), with CONFIG_MT_JOB_RUST;
+ *  - "rust": kernel::mt_job (kernel/mt_job_rust.rs), with CONFIG_MT_JOB_RUST,
+ *    the default then;
  *  - "padata": padata_do_multithreaded(), which is __init, so it is used only
  *    while the kernel is still booting (system_state < SYSTEM_FREEING_INITMEM)
- *    and only when selected with "mt_job.engine=padata", for comparisons;
- *  - "serial": the caller alone, one call over the whole range; also what any
- *    other request falls back to when its engine is not available.
+ *    and never for nowait jobs.  It is the default without
+ *    CONFIG_MT_JOB_RUST, so that kernels built without Rust keep the boot
+ *    parallelism they had; with it, "mt_job.engine=padata" selects it for
+ *    comparisons.  Jobs padata cannot take go to "rust" if built, else run
+ *    serially;
+ *  - "serial": the caller alone, one call over the whole range.
  */
 
 #include <linux/bug.h>
@@ -32,7 +36,8 @@ static const char * const mt_job_engine_names[] = {
 	[MT_JOB_ENGINE_PADATA]	= "padata",
 };
 
-static enum mt_job_engine mt_job_engine = MT_JOB_ENGINE_RUST;
+static enum mt_job_engine mt_job_engine =
+	IS_ENABLED(CONFIG_MT_JOB_RUST) ? MT_JOB_ENGINE_RUST : MT_JOB_ENGINE_PADATA;
 static int mt_job_max_threads;
 
 const char *mt_job_engine_name(enum mt_job_engine engine)
@@ -63,7 +68,7 @@ static const struct kernel_param_ops mt_job_engine_ops = {
 	.get = mt_job_engine_get,
 };
 module_param_cb(engine, &mt_job_engine_ops, NULL, 0644);
-MODULE_PARM_DESC(engine, "Engine of mt_job_run(): rust (default), padata (boot only) or serial");
+MODULE_PARM_DESC(engine, "Engine of mt_job_run(): rust (default with CONFIG_MT_JOB_RUST), padata (boot only; the default without) or serial");
 module_param_named(max_threads, mt_job_max_threads, int, 0644);
 MODULE_PARM_DESC(max_threads, "Cap on the threads of every job, caller included (0: no cap)");
 
@@ -197,15 +202,13 @@ int __mt_job_run(struct mt_job *job, struct lock_class_key *keys,
 	if (cap > 0)
 		job->max_threads = min(job->max_threads, cap);
 
+	/* Without the Rust engine, boot jobs keep padata, as before mt_job. */
+	if (job->engine == MT_JOB_ENGINE_RUST && !IS_ENABLED(CONFIG_MT_JOB_RUST))
+		job->engine = MT_JOB_ENGINE_PADATA;
 	/* padata waits for helpers that did not start: not for nowait jobs. */
-	if (job->engine == MT_JOB_ENGINE_PADATA && job->nowait)
-		job->engine = MT_JOB_ENGINE_RUST;
-	if (job->engine == MT_JOB_ENGINE_PADATA) {
+	if (job->engine == MT_JOB_ENGINE_PADATA && !job->nowait)
 		ret = mt_job_try_padata(job, &ran);
-		if (!ran)
-			job->engine = MT_JOB_ENGINE_RUST;
-	}
-	if (!ran && job->engine == MT_JOB_ENGINE_RUST &&
+	if (!ran && job->engine != MT_JOB_ENGINE_SERIAL &&
 	    IS_ENABLED(CONFIG_MT_JOB_RUST)) {
 		ret = mt_job_rust_run(job, keys, class_name);
 		ran = true;

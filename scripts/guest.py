@@ -288,6 +288,11 @@ def cmd_boottest(args):
         check(bool(r["nodes"]) and all(
             n["pages"] > 0 for n in r["nodes"].values()),
             f"{engine}: every node initialised deferred pages")
+        if engine == "padata" and args.cpus >= 2 * args.nodes:
+            # padata reports the threads it asks for: a node's CPUs.
+            check(all(n["threads"] > 1 for n in r["nodes"].values()),
+                  f"{engine}: deferred init ran with more than one thread "
+                  f"per node ({[n['threads'] for n in r['nodes'].values()]})")
     engines = list(res)
     for e in engines[1:]:
         a, b = res[engines[0]], res[e]

@@ -3,9 +3,10 @@
  * Multithreaded jobs over index ranges: the successor of
  * padata_do_multithreaded() that may be used after boot and returns errors.
  *
- * The engine is written in Rust (rust/kernel/mt_job.rs, enabled by
+ * The engine is written in Rust (rust/kernel/mt_job/, enabled by
  * CONFIG_MT_JOB_RUST); kernel/mt_job.c validates the job and selects it, the
- * padata engine (during boot only, "mt_job.engine=padata") or a serial loop.
+ * padata engine (during boot only: the default without CONFIG_MT_JOB_RUST,
+ * or "mt_job.engine=padata") or a serial loop.
  */
 #ifndef _LINUX_MT_JOB_H
 #define _LINUX_MT_JOB_H
@@ -48,7 +49,8 @@ enum mt_job_affinity {
  * enum mt_job_engine - which engine ran a job
  * @MT_JOB_ENGINE_SERIAL: the calling thread alone, in one call.
  * @MT_JOB_ENGINE_RUST: the Rust engine (kernel::mt_job).
- * @MT_JOB_ENGINE_PADATA: padata_do_multithreaded(), only while booting.
+ * @MT_JOB_ENGINE_PADATA: padata_do_multithreaded(), only while booting and
+ *	not for @mt_job.nowait jobs.
  */
 enum mt_job_engine {
 	MT_JOB_ENGINE_SERIAL,
