@@ -156,6 +156,28 @@ for suite in boottest hugetlbtest freetest; do
 	failed=$((failed + $(echo "$line" | awk '{print $4+0}')))
 done
 
+# A kernel without Rust (CONFIG_RUST=n, as distributions build): boot jobs
+# stay on padata with more than one thread, and initialise the same deferred
+# pages per node as the Rust kernel did in boottest.
+norust() {
+	make -s -C "$repo" kernel-norust || return 1
+	python3 "$repo/scripts/guest.py" boottest --engines padata \
+		--kbuild "$repo/build/kbuild-norust" --logdir "$logs/norust" |
+		tee "$logs/norust.txt"
+	[ "${PIPESTATUS[0]}" = 0 ] || return 1
+	local a b
+	a=$(grep -o 'node [0-9]* deferred pages initialised: [0-9]* pages' \
+		"$logs/boottest-rust.log" | sort)
+	b=$(grep -o 'node [0-9]* deferred pages initialised: [0-9]* pages' \
+		"$logs/norust/boottest-padata.log" | sort)
+	if [ -z "$a" ] || [ "$a" != "$b" ]; then
+		printf 'deferred pages differ: Rust kernel\n%s\nkernel without Rust\n%s\n' "$a" "$b"
+		return 1
+	fi
+	echo "kernel without Rust: same deferred pages per node as the Rust kernel"
+}
+stage norust norust; count $?
+
 # Every patch of the series builds (about 10 minutes: one full build in a
 # second build directory, then one incremental build per patch).
 # SERIES_BUILD=0 skips it for quick local runs.
