@@ -553,6 +553,29 @@ static int spinner_fn(void *arg)
 	return 0;
 }
 
+/* Runs b->r's strict nowait job from a kthread bound to node b->lo. */
+static void strict_nowait_run(struct kunit *test, struct by_index *b,
+			      struct concurrent *c)
+{
+	struct task_struct *t;
+
+	b->r = rec_alloc(test, 0, 1 << 12);
+	c->job = job_of(b->r, 0, b->r->nr);
+	c->job.thread_fn = by_index_fn;
+	c->job.fn_arg = b;
+	c->job.max_threads = 4;
+	c->job.affinity = MT_JOB_AFFINITY_BY_INDEX_STRICT;
+	c->job.node_of = all_hi_node;
+	c->job.nowait = true;
+	c->ret = -EINPROGRESS;
+	init_completion(&c->done);
+	t = kthread_create(concurrent_fn, c, "mt_job_test/nowait");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+	KUNIT_ASSERT_EQ(test, set_cpus_allowed_ptr(t, cpumask_of_node(b->lo)), 0);
+	wake_up_process(t);
+	wait_for_completion(&c->done);
+}
+
 /*
  * A nowait strict job whose caller (bound to another node) has no chunk of
  * its own: it cancels the helpers that did not start yet instead of waiting
@@ -566,7 +589,7 @@ static void mt_job_test_strict_nowait(struct kunit *test)
 {
 	struct by_index b = { .half = 0 };
 	atomic_t running = ATOMIC_INIT(0);
-	struct task_struct *spinners[NR_CPUS];
+	struct task_struct **spinners;
 	unsigned long off = 0;
 	struct task_struct *t;
 	struct concurrent c;
@@ -577,6 +600,8 @@ static void mt_job_test_strict_nowait(struct kunit *test)
 	b.lo = first_node_with_cpus();
 	b.hi = next_node_in(b.lo, node_states[N_CPU]);
 
+	spinners = kunit_kcalloc(test, nr_cpu_ids, sizeof(*spinners), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, spinners);
 	for_each_cpu_and(cpu, cpumask_of_node(b.hi), cpu_online_mask) {
 		t = kthread_create_on_cpu(spinner_fn, &running, cpu, "mt_job_spin/%u");
 		KUNIT_ASSERT_FALSE(test, IS_ERR(t));
@@ -586,21 +611,7 @@ static void mt_job_test_strict_nowait(struct kunit *test)
 	}
 	while (atomic_read(&running) < n)
 		usleep_range(100, 200);
-	b.r = rec_alloc(test, 0, 1 << 12);
-	c.job = job_of(b.r, 0, b.r->nr);
-	c.job.thread_fn = by_index_fn;
-	c.job.fn_arg = &b;
-	c.job.max_threads = 4;
-	c.job.affinity = MT_JOB_AFFINITY_BY_INDEX_STRICT;
-	c.job.node_of = all_hi_node;
-	c.job.nowait = true;
-	c.ret = -EINPROGRESS;
-	init_completion(&c.done);
-	t = kthread_create(concurrent_fn, &c, "mt_job_test/nowait");
-	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
-	KUNIT_ASSERT_EQ(test, set_cpus_allowed_ptr(t, cpumask_of_node(b.lo)), 0);
-	wake_up_process(t);
-	wait_for_completion(&c.done);
+	strict_nowait_run(test, &b, &c);
 	for (i = 0; i < n; i++)
 		kthread_stop(spinners[i]);
 	KUNIT_ASSERT_EQ(test, c.ret, 0);
@@ -613,21 +624,7 @@ static void mt_job_test_strict_nowait(struct kunit *test)
 	kunit_kfree(test, b.r);
 
 	for (i = 0; i < 40; i++) {
-		b.r = rec_alloc(test, 0, 1 << 12);
-		c.job = job_of(b.r, 0, b.r->nr);
-		c.job.thread_fn = by_index_fn;
-		c.job.fn_arg = &b;
-		c.job.max_threads = 4;
-		c.job.affinity = MT_JOB_AFFINITY_BY_INDEX_STRICT;
-		c.job.node_of = all_hi_node;
-		c.job.nowait = true;
-		c.ret = -EINPROGRESS;
-		init_completion(&c.done);
-		t = kthread_create(concurrent_fn, &c, "mt_job_test/nowait");
-		KUNIT_ASSERT_FALSE(test, IS_ERR(t));
-		KUNIT_ASSERT_EQ(test, set_cpus_allowed_ptr(t, cpumask_of_node(b.lo)), 0);
-		wake_up_process(t);
-		wait_for_completion(&c.done);
+		strict_nowait_run(test, &b, &c);
 		KUNIT_ASSERT_EQ(test, c.ret, 0);
 		expect_each_once(test, b.r);
 		off += c.job.nr_off_node;
