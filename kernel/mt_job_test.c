@@ -458,6 +458,21 @@ static int concurrent_fn(void *arg)
 	return 0;
 }
 
+/* Runs @fn(@c) in a kthread bound to the CPUs of @node; waits for c->done. */
+static void run_bound(struct kunit *test, int (*fn)(void *),
+		      struct concurrent *c, int node)
+{
+	struct task_struct *t;
+
+	c->ret = -EINPROGRESS;
+	init_completion(&c->done);
+	t = kthread_create(fn, c, "mt_job_test/bound");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+	KUNIT_ASSERT_EQ(test, set_cpus_allowed_ptr(t, cpumask_of_node(node)), 0);
+	wake_up_process(t);
+	wait_for_completion(&c->done);
+}
+
 /* Several jobs at once, from different kthreads. */
 static void mt_job_test_concurrent(struct kunit *test)
 {
@@ -494,7 +509,6 @@ static void mt_job_test_concurrent(struct kunit *test)
 static void mt_job_test_affinity_by_index_strict(struct kunit *test)
 {
 	struct by_index b = { .half = 1 << 13 };
-	struct task_struct *t;
 	struct concurrent c;
 	unsigned int i;
 	int threads;
@@ -513,13 +527,7 @@ static void mt_job_test_affinity_by_index_strict(struct kunit *test)
 		c.job.max_threads = threads;
 		c.job.affinity = MT_JOB_AFFINITY_BY_INDEX_STRICT;
 		c.job.node_of = by_index_node;
-		c.ret = -EINPROGRESS;
-		init_completion(&c.done);
-		t = kthread_create(concurrent_fn, &c, "mt_job_test/strict");
-		KUNIT_ASSERT_FALSE(test, IS_ERR(t));
-		KUNIT_ASSERT_EQ(test, set_cpus_allowed_ptr(t, cpumask_of_node(b.lo)), 0);
-		wake_up_process(t);
-		wait_for_completion(&c.done);
+		run_bound(test, concurrent_fn, &c, b.lo);
 		KUNIT_ASSERT_EQ(test, c.ret, 0);
 		expect_each_once(test, b.r);
 		if (threads == 1)	/* no helper: the caller runs every chunk */
@@ -557,8 +565,6 @@ static int spinner_fn(void *arg)
 static void strict_nowait_run(struct kunit *test, struct by_index *b,
 			      struct concurrent *c)
 {
-	struct task_struct *t;
-
 	b->r = rec_alloc(test, 0, 1 << 12);
 	c->job = job_of(b->r, 0, b->r->nr);
 	c->job.thread_fn = by_index_fn;
@@ -567,13 +573,7 @@ static void strict_nowait_run(struct kunit *test, struct by_index *b,
 	c->job.affinity = MT_JOB_AFFINITY_BY_INDEX_STRICT;
 	c->job.node_of = all_hi_node;
 	c->job.nowait = true;
-	c->ret = -EINPROGRESS;
-	init_completion(&c->done);
-	t = kthread_create(concurrent_fn, c, "mt_job_test/nowait");
-	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
-	KUNIT_ASSERT_EQ(test, set_cpus_allowed_ptr(t, cpumask_of_node(b->lo)), 0);
-	wake_up_process(t);
-	wait_for_completion(&c->done);
+	run_bound(test, concurrent_fn, c, b->lo);
 }
 
 /*
@@ -997,7 +997,6 @@ static int lockdep_caller_fn(void *arg)
  */
 static void mt_job_test_lockdep_report(struct kunit *test)
 {
-	struct task_struct *t;
 	struct concurrent c;
 	int lo, hi;
 
@@ -1015,13 +1014,7 @@ static void mt_job_test_lockdep_report(struct kunit *test)
 	c.job.max_threads = 2;
 	c.job.affinity = MT_JOB_AFFINITY_NODE;
 	c.job.node = hi;
-	c.ret = -EINPROGRESS;
-	init_completion(&c.done);
-	t = kthread_create(lockdep_caller_fn, &c, "mt_job_test/lockdep");
-	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
-	KUNIT_ASSERT_EQ(test, set_cpus_allowed_ptr(t, cpumask_of_node(lo)), 0);
-	wake_up_process(t);
-	wait_for_completion(&c.done);
+	run_bound(test, lockdep_caller_fn, &c, lo);
 	KUNIT_EXPECT_EQ(test, c.ret, 0);
 	KUNIT_EXPECT_FALSE_MSG(test, debug_locks,
 			       "no lockdep report for a join under a mutex its helpers take");
