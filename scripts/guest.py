@@ -28,8 +28,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUSYBOX = "/bin/busybox"
 
 DEFERRED_RE = re.compile(
-    r"node (\d+) deferred pages initialised: (\d+) pages in (\d+) us, "
-    r"engine (\w+), (\d+) threads \((\d+) more grown on demand\)")
+    r"node (\d+) deferred pages initialised in \d+ms \((\d+) pages in (\d+) us, "
+    r"engine (\w+), (\d+) threads, (\d+) more grown on demand\)")
 MEMINFO_RE = re.compile(r"^(MemTotal|MemFree):\s+(\d+) kB", re.M)
 HUGE_NODE_RE = re.compile(r"^hugetlb node(\d+) hugepages-(\d+)kB (\d+)$", re.M)
 HUGE_REPORT_RE = re.compile(
