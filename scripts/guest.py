@@ -15,6 +15,7 @@ TCG (KVM hangs on the machines this was written on; --accel kvm to try it).
 """
 
 import argparse
+import copy
 import os
 import re
 import shutil
@@ -308,7 +309,8 @@ def cmd_boottest(args):
 
 # Boot-time hugetlb scenarios: (name, kernel parameters, page size in kB,
 # expected pages per node or None, expected total or None, a warning that
-# must appear or None).  The guest has 4 GiB per node.
+# must appear or None[, a guest of its own: {"nodes": N, "mem": GiB}]).  The
+# guest has 4 GiB per node.
 HUGETLB_SCENARIOS = [
     ("2M x 1024", "hugepages=1024", 2048, {0: 512, 1: 512}, 1024, None),
     ("2M x 1 (fewer pages than nodes)", "hugepages=1", 2048, None, 1, None),
@@ -319,15 +321,22 @@ HUGETLB_SCENARIOS = [
     ("2M per node, more than node 0 has", "hugepages=0:3000,1:100", 2048,
      None, None, r"HugeTLB: allocating 3000 of page size 2\.00 MiB failed "
      r"node0\.  Only allocated \d+ hugepages\."),
+    # Four 2 GiB nodes: memblock finds no free 1 GiB on some nodes and falls
+    # back to others; each page must be initialised on the node it is on.
+    ("1G x 4 on four 2 GiB nodes", "hugepagesz=1G hugepages=4", 1048576,
+     None, 4, None, {"nodes": 4, "mem": 8}),
 ]
 
 
 def cmd_hugetlbtest(args):
     check = Checks()
-    for name, params, kb, per_node, total, warn in HUGETLB_SCENARIOS:
+    for name, params, kb, per_node, total, warn, *topo in HUGETLB_SCENARIOS:
         res = {}
+        sargs = copy.copy(args)
+        if topo:
+            sargs.nodes, sargs.mem_gib = topo[0]["nodes"], topo[0]["mem"]
         for engine in args.engines:
-            r, log = boot(args, engine, params)
+            r, log = boot(sargs, engine, params)
             tag = re.sub(r"[^A-Za-z0-9]+", "-", f"{engine}-{name}").strip("-")
             path = save_log(args, f"hugetlb-{tag}.log", log)
             res[engine] = r
@@ -360,6 +369,10 @@ def cmd_hugetlbtest(args):
                     a == b for a, b in r["gigantic"].items()),
                     f"{what}: each node's gigantic pages were initialised on "
                     f"a CPU of that node ({r['gigantic']})")
+                have = {n for n, c in got.items() if c}
+                check(set(r["gigantic"]) == have, f"{what}: the pages were "
+                      f"initialised as pages of the nodes they are on "
+                      f"({sorted(r['gigantic'])} vs sysfs {sorted(have)})")
         engines = list(res)
         for e in engines[1:]:
             a = res[engines[0]]["huge"].get(kb, {})
