@@ -466,7 +466,11 @@ FREE_CASES = {
 }
 # Free memory (MemFree + per-CPU lists) after a case may be below what it was
 # before by this much (kB): slab and page tables still held, vmstat drift.
-FREE_TOLERANCE_KB = 8 * 1024
+# 8 MiB was exceeded once in CI (fork-cow-1200m: 8099472 -> 8089304 kB, the
+# "before" reading 10 MB above its neighbours) before free.sh dropped caches
+# and settled before each reading.  The leaks this looks for are the size of
+# a case's workload (1.2 to 6 GiB).
+FREE_TOLERANCE_KB = 16 * 1024
 
 
 def cmd_freetest(args):

@@ -9,8 +9,14 @@
 VM=/proc/sys/vm
 arg() { sed -n "s/.*[ ]$1=\([^ ]*\).*/\1/p" /proc/cmdline; }
 # Free memory in kB: MemFree plus the pages on per-CPU lists (zoneinfo's
-# "count"), which MemFree leaves out until they are drained.
+# "count"), which MemFree leaves out until they are drained.  Page cache and
+# reclaimable slab are dropped first and the reading waits a second, so that
+# memory freed late by the previous case (RCU, lazy vmalloc purge, shrinkers)
+# is not counted as this case's leak or gain.
 memfree() {
+	sync
+	echo 3 > $VM/drop_caches
+	sleep 1
 	pcp=$(awk '$1 == "count:" { n += $2 } END { print n * 4 }' /proc/zoneinfo)
 	echo $(($(awk '$1 == "MemFree:" { print $2 }' /proc/meminfo) + pcp))
 }
