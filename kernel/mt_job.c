@@ -40,6 +40,12 @@ static enum mt_job_engine mt_job_engine =
 	IS_ENABLED(CONFIG_MT_JOB_RUST) ? MT_JOB_ENGINE_RUST : MT_JOB_ENGINE_PADATA;
 static int mt_job_max_threads;
 
+/**
+ * mt_job_engine_name() - the name of an engine, for reports
+ * @engine: an engine, as returned in &mt_job.engine
+ *
+ * Return: "serial", "rust" or "padata"; "?" for a value that is no engine.
+ */
 const char *mt_job_engine_name(enum mt_job_engine engine)
 {
 	if (engine >= ARRAY_SIZE(mt_job_engine_names))
@@ -161,9 +167,14 @@ static int __init mt_job_run_padata(struct mt_job *job)
 }
 
 /* padata's multithreaded code is __init: only reach it while booting. */
+static bool mt_job_padata_usable(void)
+{
+	return system_state < SYSTEM_FREEING_INITMEM;
+}
+
 static int __ref mt_job_try_padata(struct mt_job *job, bool *ran)
 {
-	*ran = system_state < SYSTEM_FREEING_INITMEM;
+	*ran = mt_job_padata_usable();
 	return *ran ? mt_job_run_padata(job) : 0;
 }
 #else
@@ -172,7 +183,47 @@ static int mt_job_try_padata(struct mt_job *job, bool *ran)
 	*ran = false;
 	return 0;
 }
+
+static bool mt_job_padata_usable(void)
+{
+	return false;
+}
 #endif
+
+/*
+ * The engine for a job, @nowait or not, now: padata only while booting and
+ * not for nowait jobs; the Rust engine in its place when it is built.
+ */
+static enum mt_job_engine mt_job_pick_engine(bool nowait)
+{
+	enum mt_job_engine engine = READ_ONCE(mt_job_engine);
+
+	if (engine == MT_JOB_ENGINE_RUST && !IS_ENABLED(CONFIG_MT_JOB_RUST))
+		engine = MT_JOB_ENGINE_PADATA;
+	if (engine == MT_JOB_ENGINE_PADATA && (nowait || !mt_job_padata_usable()))
+		engine = IS_ENABLED(CONFIG_MT_JOB_RUST) ? MT_JOB_ENGINE_RUST :
+							  MT_JOB_ENGINE_SERIAL;
+	return engine;
+}
+
+/**
+ * mt_job_may_use_helpers() - would mt_job_run() use helpers now?
+ * @nowait: for a job with &mt_job.nowait set
+ *
+ * For callers that prepare work for helpers before the job exists (the
+ * mmu_gather parallel free grows its gather only if helpers will free it).
+ *
+ * Return: false when the job would run on the serial engine (chosen with
+ * "mt_job.engine=serial", or the only one left: padata after boot or for a
+ * nowait job without CONFIG_MT_JOB_RUST) or "mt_job.max_threads=1" caps
+ * every job to the caller; true otherwise.
+ */
+bool mt_job_may_use_helpers(bool nowait)
+{
+	return mt_job_pick_engine(nowait) != MT_JOB_ENGINE_SERIAL &&
+	       READ_ONCE(mt_job_max_threads) != 1;
+}
+EXPORT_SYMBOL_GPL(mt_job_may_use_helpers);
 
 /**
  * __mt_job_run() - run a multithreaded job, see mt_job_run()
@@ -196,17 +247,13 @@ int __mt_job_run(struct mt_job *job, struct lock_class_key *keys,
 		return ret;
 	job->nr_threads = 0;
 	job->nr_off_node = 0;
-	job->engine = READ_ONCE(mt_job_engine);
+	job->engine = mt_job_pick_engine(job->nowait);
 	if (!job->size)
 		return 0;
 	if (cap > 0)
 		job->max_threads = min(job->max_threads, cap);
 
-	/* Without the Rust engine, boot jobs keep padata, as before mt_job. */
-	if (job->engine == MT_JOB_ENGINE_RUST && !IS_ENABLED(CONFIG_MT_JOB_RUST))
-		job->engine = MT_JOB_ENGINE_PADATA;
-	/* padata waits for helpers that did not start: not for nowait jobs. */
-	if (job->engine == MT_JOB_ENGINE_PADATA && !job->nowait)
+	if (job->engine == MT_JOB_ENGINE_PADATA)
 		ret = mt_job_try_padata(job, &ran);
 	if (!ran && job->engine != MT_JOB_ENGINE_SERIAL &&
 	    IS_ENABLED(CONFIG_MT_JOB_RUST)) {

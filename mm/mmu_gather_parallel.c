@@ -7,54 +7,65 @@
  * support parallel free of memory", never merged) freed gathered batches of
  * 256K pages in workqueue workers: 320 GiB went from 10.8 s to 5.8 s on a
  * 4-node Haswell-EX, 1 TiB from 41.7 s to 22 s on a 1024-CPU machine.  This
- * file does the same with mt_job_run(), and answers the review of that
+ * file does the same with mt_job_run().  It is off until vm.parallel_free is
+ * set to 1; until then a static key keeps the gather and flush paths as they
+ * are upstream.  What it does, point by point against the review of the 2017
  * series:
  *
- * - Who tunes it, how many workers: vm.parallel_free_max_helpers bounds the
- *   helpers freeing at once in the whole system (default 4, the best
- *   max_active of the 2017 measurements: 2 nodes, 100 GiB: 1.70 s with 2,
- *   1.62 s with 4, 1.64 s with 8; 4 nodes, 320 GiB: 4.84 s with 4, 4.77 s
- *   with 8, 6.21 s with 32); the calling task always works too.
+ * - Only large teardowns.  Upstream frees a gather when it has
+ *   MAX_GATHER_BATCH_COUNT batches (about 40 MiB of 4 KiB pages).  Here a
+ *   gather may grow on until it holds vm.parallel_free_threshold pages,
+ *   counted by size (a PMD-mapped THP is HPAGE_PMD_NR pages), and only a
+ *   flush of at least that many pages is parallel.  A gather that grew but
+ *   ends below the threshold (the tail of a teardown) is freed serially.
  *
- * - CPU accounting and cgroups: the caller frees alongside its helpers, and
- *   tasks whose CPU time is limited or pinned stay serial: tasks with a
- *   CFS bandwidth limit (cpu.max) anywhere up their cgroup hierarchy, tasks
- *   that may not run on every online CPU (sched_setaffinity, cpuset), RT
- *   and deadline tasks (normal-priority kworkers would invert their
- *   priority), kernel threads (the OOM reaper) and OOM victims.  In 6.12 a
- *   work item cannot be confined to the caller's CPUs or charged to its
- *   cgroup (unbound workqueue attributes are per workqueue), hence serial
- *   rather than partial answers.  What helpers of an unconstrained task
- *   spend is system time of kworkers, at most max_helpers threads at once.
+ * - Growing means helpers are in hand.  Where upstream stops gathering, the
+ *   gather reserves helpers: at most one per other CPU that is idle now, and
+ *   at most vm.parallel_free_max_helpers for all gathers together.  Without
+ *   a reservation it stops at upstream's size, exactly as upstream
+ *   (tlb_parallel_free_nogrow counts such gathers).  After each flush the
+ *   reservation is given back and the batch list trimmed to upstream's size,
+ *   so every round of a long teardown decides again.
  *
- * - Busy systems, power and latency: helpers are only asked for when other
- *   CPUs are idle at the time of the flush, at most one per idle CPU; a
- *   helper that is not running yet when the caller has finished is
- *   cancelled (kernel::mt_job), so on a loaded system the caller ends up
- *   doing the work alone, as before.  No CPU is woken to poll.
+ * - CPU accounting and cgroups (Michal Hocko).  Helpers are kworkers: nice
+ *   0, root cgroup, any CPU.  Only tasks for which that is fair get them:
+ *   sched_task_offload_allowed() (SCHED_NORMAL at nice 0 or below, allowed
+ *   on every online CPU, no uclamp.max cap, no cpu.max, cpu.idle or low
+ *   cpu.weight up their cgroup hierarchy).  Kernel threads (the OOM
+ *   reaper), teardowns of another task's mm (process_mrelease(), a last
+ *   mmput() from elsewhere), OOM victims and tasks with a fatal signal stay
+ *   serial; the last two are checked again at every batch a gather grows
+ *   by, so a task chosen by the OOM killer mid-teardown stops holding pages
+ *   back at once.
  *
- * - The page table walk stays serial (Vlastimil Babka): the walk gathers up
- *   to vm.parallel_free_threshold pages, and only their freeing runs in
- *   parallel, synchronously; the walk resumes when all of them are free.
- *   This keeps the mmu_gather rules (pages are freed after the TLB flush,
- *   before tlb_finish_mmu() returns) and bounds the memory held back.
+ * - Busy systems and power (Peter Zijlstra).  Helpers only for idle CPUs; a
+ *   helper that has not started when the caller ran out of batches is
+ *   cancelled (a nowait job), so on a loaded system the caller does the
+ *   work alone, as before.  No CPU is woken to poll.
+ *
+ * - The page table walk stays serial (Vlastimil Babka): only the freeing of
+ *   a full gather runs in parallel, synchronously, after its TLB flush and
+ *   before the walk resumes, which keeps the mmu_gather rules.
  *
  * - Zone-lock contention (Dave Hansen's fake-NUMA experiment: 70% less time
- *   when each worker freed to its own node): with vm.parallel_free_by_node
+ *   when each worker freed to its own node).  With vm.parallel_free_by_node
  *   the batches are sorted by the node of their first page and freed with
  *   MT_JOB_AFFINITY_BY_INDEX, so helpers on node N take node N's batches
- *   first and contend only for node N's zone locks.
+ *   first.  Batches of a node without an idle CPU are tied to no node.
  */
 
 #include <linux/atomic.h>
 #include <linux/cpumask.h>
 #include <linux/init.h>
+#include <linux/jump_label.h>
 #include <linux/mm.h>
 #include <linux/mt_job.h>
 #include <linux/mutex.h>
+#include <linux/nodemask.h>
 #include <linux/oom.h>
 #include <linux/sched.h>
-#include <linux/sched/rt.h>
+#include <linux/sched/cputime.h>
+#include <linux/sched/signal.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
@@ -65,118 +76,63 @@
 
 #include "internal.h"
 
-/*
- * Capacity of a gather upstream: the on-stack bundle plus
- * MAX_GATHER_BATCH_COUNT batches, about 10K entries.
- */
-#define TLB_UPSTREAM_ENTRIES \
-	(MMU_GATHER_BUNDLE + MAX_GATHER_BATCH_COUNT * MAX_GATHER_BATCH)
+/* vm.parallel_free_threshold: 1 GiB by default, at most 8 GiB held back. */
+#define TLB_PARALLEL_FREE_DEFAULT_PAGES	(SZ_1G >> PAGE_SHIFT)
+#define TLB_PARALLEL_FREE_MAX_PAGES	(SZ_8G >> PAGE_SHIFT)
 
-/* Most pages one gather may hold back: 8 GiB (2097152 pages of 4 KiB). */
-#define TLB_PARALLEL_FREE_MAX_THRESHOLD	(SZ_8G / PAGE_SIZE)
+/* Enabled while vm.parallel_free is 1. */
+DEFINE_STATIC_KEY_FALSE(tlb_parallel_free_key);
 
 /* Sysctls, see Documentation/admin-guide/sysctl/vm.rst. */
-static int sysctl_parallel_free = 1;
-/* 256K pages, the ASYNC_FREE_THRESHOLD of the 2017 series (1 GiB). */
-static unsigned long sysctl_parallel_free_threshold = 256 * 1024;
+static int sysctl_parallel_free;
+static unsigned long sysctl_parallel_free_threshold =
+	TLB_PARALLEL_FREE_DEFAULT_PAGES;
 static int sysctl_parallel_free_max_helpers = 4;
 static int sysctl_parallel_free_by_node = 1;
-
-/*
- * Batches a gather must have allocated (tlb->batch_count) before one of its
- * flushes can be parallel; UINT_MAX when parallel freeing is off.  Read on
- * every flush, written by the sysctl handler under tlb_parallel_free_lock.
- */
-unsigned int tlb_parallel_free_batches __read_mostly = UINT_MAX;
 static DEFINE_MUTEX(tlb_parallel_free_lock);
-/* Helpers of all parallel flushes in progress, <= max_helpers. */
+
+/* Helpers reserved by all gathers, <= vm.parallel_free_max_helpers. */
 static atomic_t tlb_parallel_free_helpers = ATOMIC_INIT(0);
 
-/* A gathered batch and the node of its first page. */
+/* A gathered batch and the node it is freed on, NUMA_NO_NODE for any. */
 struct tlb_free_batch {
 	struct mmu_gather_batch *batch;
 	int nid;
 };
 
-static void tlb_parallel_free_update(void)
+/* Is the gather tearing down the calling task's own mm? */
+static bool tlb_parallel_free_own_mm(struct mmu_gather *tlb)
 {
-	unsigned long threshold = READ_ONCE(sysctl_parallel_free_threshold);
-	unsigned int min_batches;
-
-	lockdep_assert_held(&tlb_parallel_free_lock);
-	/*
-	 * A flush can reach the threshold only with this many batches, and
-	 * can only exceed the upstream capacity with one more than upstream.
-	 */
-	min_batches = threshold > MMU_GATHER_BUNDLE ?
-		(threshold - MMU_GATHER_BUNDLE) / MAX_GATHER_BATCH : 0;
-	min_batches = min_t(unsigned int, min_batches,
-			    MAX_GATHER_BATCH_COUNT + 1);
-	WRITE_ONCE(tlb_parallel_free_batches,
-		   READ_ONCE(sysctl_parallel_free) ? min_batches : UINT_MAX);
+	/* exit_mm() clears current->mm before its mmput() runs exit_mmap(). */
+	if (!current->mm)
+		return (current->flags & PF_EXITING) &&
+		       current->active_mm == tlb->mm;
+	return current->mm == tlb->mm;
 }
 
-/* Whether the calling task may have its pages freed by helpers at all. */
-static bool tlb_parallel_free_allowed(void)
+/* May helpers free the pages of this gather?  See the top of this file. */
+static bool tlb_parallel_free_allowed(struct mmu_gather *tlb)
 {
-	bool limited;
-
-	if (current->flags & PF_KTHREAD || tsk_is_oom_victim(current))
+	if (current->flags & PF_KTHREAD || !tlb_parallel_free_own_mm(tlb))
 		return false;
-	if (rt_or_dl_task(current))
+	if (tsk_is_oom_victim(current) || fatal_signal_pending(current))
 		return false;
-	if (!cpumask_subset(cpu_online_mask, current->cpus_ptr))
-		return false;
-	rcu_read_lock();
-	limited = cfs_task_bw_constrained(current);
-	rcu_read_unlock();
-	return !limited;
-}
-
-/* Decides once per gather; counts a refusal once. */
-static bool tlb_parallel_free_decide(struct mmu_gather *tlb)
-{
-	if (!tlb->parallel_free_checked) {
-		tlb->parallel_free_checked = 1;
-		tlb->parallel_free = tlb_parallel_free_allowed();
-		if (!tlb->parallel_free)
-			count_vm_event(PARALLEL_FREE_FALLBACK);
-	}
-	return tlb->parallel_free;
-}
-
-/**
- * tlb_parallel_free_grow - may the gather allocate one more batch?
- * @tlb: a gather that has allocated at least MAX_GATHER_BATCH_COUNT batches
- *
- * Called by tlb_next_batch() where upstream stops gathering.  A gather grows
- * past MAX_GATHER_BATCH_COUNT only if it will be freed in parallel, and only
- * up to vm.parallel_free_threshold pages.
- *
- * Return: true if another batch may be allocated.
- */
-bool tlb_parallel_free_grow(struct mmu_gather *tlb)
-{
-	if (READ_ONCE(tlb_parallel_free_batches) == UINT_MAX)
-		return false;
-	/* Grow until the gather can hold the threshold, not beyond. */
-	if (tlb->batch_count >=
-	    DIV_ROUND_UP(READ_ONCE(sysctl_parallel_free_threshold),
-			 MAX_GATHER_BATCH))
-		return false;
-	return tlb_parallel_free_decide(tlb);
+	return sched_task_offload_allowed(current);
 }
 
 /*
- * Reserves helpers: at most one per other CPU that is idle now, within the
- * system-wide vm.parallel_free_max_helpers.  Returns how many, maybe 0.
+ * Reserves helpers: at most one per other online CPU that is idle now, within
+ * vm.parallel_free_max_helpers for all gathers.  Returns how many, maybe 0.
  */
-static int tlb_parallel_free_reserve(void)
+static unsigned int tlb_parallel_free_reserve(void)
 {
 	int max = READ_ONCE(sysctl_parallel_free_max_helpers);
 	int self = raw_smp_processor_id();
 	int cpu, idle = 0, old, nr;
 
+	/* mt_job.engine=serial or mt_job.max_threads=1: no helper to have. */
+	if (!mt_job_may_use_helpers(true))
+		return 0;
 	for_each_online_cpu(cpu) {
 		if (cpu != self && idle_cpu(cpu) && ++idle >= max)
 			break;
@@ -189,6 +145,46 @@ static int tlb_parallel_free_reserve(void)
 	} while (!atomic_try_cmpxchg(&tlb_parallel_free_helpers, &old,
 				     old + nr));
 	return nr;
+}
+
+static void tlb_parallel_free_release(struct mmu_gather *tlb)
+{
+	atomic_sub(tlb->parallel_free_helpers, &tlb_parallel_free_helpers);
+	tlb->parallel_free_helpers = 0;
+}
+
+/**
+ * __tlb_parallel_free_grow - may a full gather allocate one more batch?
+ * @tlb: a gather whose MAX_GATHER_BATCH_COUNT or more batches are full
+ *
+ * Called by tlb_next_batch() where upstream stops gathering.  The gather
+ * grows until it holds vm.parallel_free_threshold pages, and only while it
+ * holds a reservation of helpers, which the first call takes.
+ *
+ * Return: true if another batch may be allocated.
+ */
+bool __tlb_parallel_free_grow(struct mmu_gather *tlb)
+{
+	if (tlb->parallel_free_pages >=
+	    READ_ONCE(sysctl_parallel_free_threshold))
+		return false;
+	if (tlb->parallel_free_helpers) {
+		/* Chosen by the OOM killer or killed since: stop holding back. */
+		if (tsk_is_oom_victim(current) || fatal_signal_pending(current)) {
+			tlb_parallel_free_release(tlb);
+			return false;
+		}
+		return true;
+	}
+	if (tlb_parallel_free_allowed(tlb))
+		tlb->parallel_free_helpers = tlb_parallel_free_reserve();
+	if (tlb->parallel_free_helpers)
+		return true;
+	if (!tlb->parallel_free_nogrow) {
+		tlb->parallel_free_nogrow = 1;
+		count_vm_event(TLB_PARALLEL_FREE_NOGROW);
+	}
+	return false;
 }
 
 static int tlb_free_batches(unsigned long start, unsigned long end,
@@ -216,65 +212,57 @@ static int tlb_free_batch_cmp(const void *a, const void *b)
 	return x->nid - y->nid;
 }
 
-/**
- * __tlb_parallel_free_flush - free the gathered batches with several threads
- * @tlb: the gather, its TLB already flushed
- *
- * Frees in parallel when the gather holds at least vm.parallel_free_threshold
- * pages, or more than an upstream gather can hold (it grew because it was to
- * be freed in parallel), the task is allowed (see the top of this file), and
- * a helper is available.  Returns when every page is freed.
- *
- * Return: true if the batches were freed, false if the caller must free them
- * serially (nothing was freed).
+/*
+ * Frees the gathered batches with the reserved helpers.  Returns false, with
+ * nothing freed, if there is only one batch or the batch array cannot be
+ * allocated.
  */
-bool __tlb_parallel_free_flush(struct mmu_gather *tlb)
+static bool tlb_free_parallel(struct mmu_gather *tlb)
 {
 	struct mt_job job = {
 		.thread_fn	= tlb_free_batches,
 		.align		= 1,
 		.min_chunk	= 1,
+		.max_threads	= tlb->parallel_free_helpers + 1,
 		.nowait		= true,
 		.name		= "mmu_gather",
 	};
-	unsigned long entries = 0, threshold;
+	nodemask_t idle_nodes = NODE_MASK_NONE;
 	struct tlb_free_batch *batches;
 	struct mmu_gather_batch *batch;
 	unsigned int nr = 0, i;
 	bool by_node;
-	int helpers;
+	int cpu;
 
-	for (batch = &tlb->local; batch && batch->nr; batch = batch->next) {
-		entries += batch->nr;
+	for (batch = &tlb->local; batch && batch->nr; batch = batch->next)
 		nr++;
-	}
-	threshold = READ_ONCE(sysctl_parallel_free_threshold);
-	if (entries < threshold && entries <= TLB_UPSTREAM_ENTRIES)
+	if (nr < 2)
 		return false;
-	if (!tlb_parallel_free_decide(tlb))
-		return false;
-
-	helpers = tlb_parallel_free_reserve();
-	if (!helpers)
-		goto serial;
 	batches = kmalloc_array(nr, sizeof(*batches), GFP_NOWAIT | __GFP_NOWARN);
 	if (!batches)
-		goto release;
+		return false;
 
 	by_node = READ_ONCE(sysctl_parallel_free_by_node) &&
 		  num_node_state(N_MEMORY) > 1;
+	if (by_node) {
+		for_each_online_cpu(cpu)
+			if (idle_cpu(cpu))
+				node_set(cpu_to_node(cpu), idle_nodes);
+	}
 	for (i = 0, batch = &tlb->local; i < nr; i++, batch = batch->next) {
+		int nid = NUMA_NO_NODE;
+
+		if (by_node)
+			nid = page_to_nid(encoded_page_ptr(batch->encoded_pages[0]));
 		batches[i].batch = batch;
-		batches[i].nid = by_node ?
-			page_to_nid(encoded_page_ptr(batch->encoded_pages[0])) :
-			NUMA_NO_NODE;
+		batches[i].nid = nid != NUMA_NO_NODE &&
+				 node_isset(nid, idle_nodes) ? nid : NUMA_NO_NODE;
 	}
 	if (by_node)
 		sort(batches, nr, sizeof(*batches), tlb_free_batch_cmp, NULL);
 
 	job.fn_arg = batches;
 	job.size = nr;
-	job.max_threads = helpers + 1;
 	if (by_node) {
 		job.affinity = MT_JOB_AFFINITY_BY_INDEX;
 		job.node_of = tlb_free_batch_nid;
@@ -284,19 +272,78 @@ bool __tlb_parallel_free_flush(struct mmu_gather *tlb)
 	/* The job is valid by construction: on failure nothing ran. */
 	if (WARN_ON_ONCE(mt_job_run(&job))) {
 		kfree(batches);
-		goto release;
+		return false;
 	}
-	count_vm_event(PARALLEL_FREE);
-	count_vm_events(PARALLEL_FREE_THREADS, job.nr_threads);
 	kfree(batches);
-	atomic_sub(helpers, &tlb_parallel_free_helpers);
+	/* The engine may have been set to serial since the reservation. */
+	if (job.engine == MT_JOB_ENGINE_SERIAL) {
+		count_vm_event(TLB_PARALLEL_FREE_FALLBACK);
+	} else {
+		count_vm_event(TLB_PARALLEL_FREE);
+		count_vm_events(TLB_PARALLEL_FREE_THREADS, job.nr_threads);
+	}
 	return true;
+}
 
-release:
-	atomic_sub(helpers, &tlb_parallel_free_helpers);
-serial:
-	count_vm_event(PARALLEL_FREE_FALLBACK);
-	return false;
+/* Gives back the batches a gather grew by, once they are empty. */
+static void tlb_parallel_free_trim(struct mmu_gather *tlb)
+{
+	struct mmu_gather_batch *batch = &tlb->local, *next;
+	unsigned int i;
+
+	if (tlb->batch_count <= MAX_GATHER_BATCH_COUNT)
+		return;
+	for (i = 0; i < MAX_GATHER_BATCH_COUNT; i++)
+		batch = batch->next;
+	next = batch->next;
+	batch->next = NULL;
+	while (next) {
+		batch = next;
+		next = batch->next;
+		free_page((unsigned long)batch);
+	}
+	tlb->batch_count = MAX_GATHER_BATCH_COUNT;
+}
+
+/**
+ * __tlb_parallel_free_flush - free the gathered pages
+ * @tlb: the gather, its TLB already flushed
+ *
+ * Frees the pages with the reserved helpers (reserving them now if the
+ * gather did not have to grow, as with THPs) when the gather holds at least
+ * vm.parallel_free_threshold pages, serially otherwise.  Then gives back the
+ * reservation and the batches beyond MAX_GATHER_BATCH_COUNT.
+ *
+ * Return: true: every page is freed.
+ */
+bool __tlb_parallel_free_flush(struct mmu_gather *tlb)
+{
+	unsigned long pages = tlb->parallel_free_pages;
+	struct mmu_gather_batch *batch;
+	bool freed = false;
+
+	tlb->parallel_free_pages = 0;
+	if (pages >= READ_ONCE(sysctl_parallel_free_threshold)) {
+		if (!tlb->parallel_free_helpers && tlb_parallel_free_allowed(tlb))
+			tlb->parallel_free_helpers = tlb_parallel_free_reserve();
+		freed = tlb->parallel_free_helpers && tlb_free_parallel(tlb);
+		if (!freed)
+			count_vm_event(TLB_PARALLEL_FREE_FALLBACK);
+	}
+	if (!freed) {
+		for (batch = &tlb->local; batch && batch->nr; batch = batch->next)
+			__tlb_batch_free_encoded_pages(batch);
+	}
+	if (tlb->parallel_free_helpers)
+		tlb_parallel_free_release(tlb);
+	tlb_parallel_free_trim(tlb);
+	return true;
+}
+
+/* A gather ends holding a reservation only if the key was disabled meanwhile. */
+void __tlb_parallel_free_finish(struct mmu_gather *tlb)
+{
+	tlb_parallel_free_release(tlb);
 }
 
 static int tlb_parallel_free_sysctl(const struct ctl_table *table, int write,
@@ -305,18 +352,19 @@ static int tlb_parallel_free_sysctl(const struct ctl_table *table, int write,
 	int ret;
 
 	mutex_lock(&tlb_parallel_free_lock);
-	if (table->data == &sysctl_parallel_free_threshold)
-		ret = proc_doulongvec_minmax(table, write, buffer, lenp, ppos);
-	else
-		ret = proc_dointvec_minmax(table, write, buffer, lenp, ppos);
-	if (!ret && write)
-		tlb_parallel_free_update();
+	ret = proc_dointvec_minmax(table, write, buffer, lenp, ppos);
+	if (!ret && write) {
+		if (sysctl_parallel_free)
+			static_branch_enable(&tlb_parallel_free_key);
+		else
+			static_branch_disable(&tlb_parallel_free_key);
+	}
 	mutex_unlock(&tlb_parallel_free_lock);
 	return ret;
 }
 
 static unsigned long threshold_min = 1;
-static unsigned long threshold_max = TLB_PARALLEL_FREE_MAX_THRESHOLD;
+static unsigned long threshold_max = TLB_PARALLEL_FREE_MAX_PAGES;
 
 static struct ctl_table tlb_parallel_free_table[] = {
 	{
@@ -333,7 +381,7 @@ static struct ctl_table tlb_parallel_free_table[] = {
 		.data		= &sysctl_parallel_free_threshold,
 		.maxlen		= sizeof(unsigned long),
 		.mode		= 0644,
-		.proc_handler	= tlb_parallel_free_sysctl,
+		.proc_handler	= proc_doulongvec_minmax,
 		.extra1		= &threshold_min,
 		.extra2		= &threshold_max,
 	},
@@ -342,7 +390,7 @@ static struct ctl_table tlb_parallel_free_table[] = {
 		.data		= &sysctl_parallel_free_max_helpers,
 		.maxlen		= sizeof(int),
 		.mode		= 0644,
-		.proc_handler	= tlb_parallel_free_sysctl,
+		.proc_handler	= proc_dointvec_minmax,
 		.extra1		= SYSCTL_ONE,
 		.extra2		= SYSCTL_INT_MAX,
 	},
@@ -351,7 +399,7 @@ static struct ctl_table tlb_parallel_free_table[] = {
 		.data		= &sysctl_parallel_free_by_node,
 		.maxlen		= sizeof(int),
 		.mode		= 0644,
-		.proc_handler	= tlb_parallel_free_sysctl,
+		.proc_handler	= proc_dointvec_minmax,
 		.extra1		= SYSCTL_ZERO,
 		.extra2		= SYSCTL_ONE,
 	},
@@ -359,9 +407,6 @@ static struct ctl_table tlb_parallel_free_table[] = {
 
 static int __init tlb_parallel_free_init(void)
 {
-	mutex_lock(&tlb_parallel_free_lock);
-	tlb_parallel_free_update();
-	mutex_unlock(&tlb_parallel_free_lock);
 	register_sysctl_init("vm", tlb_parallel_free_table);
 	return 0;
 }

@@ -33,7 +33,8 @@ class Patch:
     def __init__(self, title):
         self.title = title
         self.files = []
-        self.claims = []        # (path, compiled regex)
+        self.claims = []        # (path, start regex, end regex or None)
+        self.interims = []      # (path, compiled regex, replacement)
         self.body = []
 
 
@@ -53,7 +54,17 @@ def parse_conf(path):
                 patches[-1].files += line[len("files:"):].split()
             elif line.startswith("claim:"):
                 fpath, _, rx = line[len("claim:"):].strip().partition(" ")
-                patches[-1].claims.append((fpath, re.compile(rx.strip())))
+                start, sep, end = rx.partition(" ... ")
+                patches[-1].claims.append(
+                    (fpath, re.compile(start.strip()),
+                     re.compile(end.strip()) if sep else None))
+            elif line.startswith("interim:"):
+                fpath, _, rest = line[len("interim:"):].strip().partition(" ")
+                rx, sep, repl = rest.partition(" => ")
+                if not sep:
+                    die(f"{path}: interim needs 'FILE REGEX => TEXT': {line}")
+                patches[-1].interims.append((fpath, re.compile(rx.strip()),
+                                             repl.strip()))
             else:
                 patches[-1].body.append(line)
     for p in patches:
@@ -79,24 +90,35 @@ def owners(patches, paths):
 
 
 def assign_added(patches, path, owner, lines):
-    """Patch index of each line of one run of added LINES of PATH."""
-    claims = [(i, rx) for i, p in enumerate(patches)
-              for f, rx in p.claims if f == path]
-    out, cur = [], owner
+    """Patch index of each line of one run of added LINES of PATH.
+
+    A claim takes the lines from one matching its start regex to the end of
+    the run, or, if it has an end regex, to the first line matching that,
+    after which the lines go back to whoever had them before.
+    """
+    claims = [(i, start, end) for i, p in enumerate(patches)
+              for f, start, end in p.claims if f == path]
+    out, cur, back, until = [], owner, None, None
     for line in lines:
-        for i, rx in claims:
-            if rx.search(line):
+        for i, start, end in claims:
+            if until is None and start.search(line):
+                if end is not None:
+                    back, until = cur, end
                 cur = i
         out.append(cur)
+        if until is not None and until.search(line):
+            cur, back, until = back, None, None
     return out
 
 
 def stage_contents(patches, tree, path, owner, final, base):
     """Content of PATH after each patch: a list, None where it is absent."""
     n = len(patches)
-    if base is None:
+    claimed = any(f == path for p in patches for f, *_ in p.claims)
+    if base is None and not claimed:
         return [final if k >= owner else None for k in range(n)]
-    b = base.decode().splitlines(keepends=True)
+    # A new file whose lines other patches claim: diff it against nothing.
+    b = base.decode().splitlines(keepends=True) if base is not None else []
     f = final.decode().splitlines(keepends=True)
     pieces = []     # (lines, first and last stage that have them)
     sm = difflib.SequenceMatcher(None, b, f, autojunk=False)
@@ -108,9 +130,20 @@ def stage_contents(patches, tree, path, owner, final, base):
         pieces.append((b[i1:i2], 0, owner - 1))
         added = f[j1:j2]
         for line, k in zip(added, assign_added(patches, path, owner, added)):
+            # An earlier patch may carry the line in an interim form, which
+            # the line's own patch then replaces.
+            for i, p in enumerate(patches[:k]):
+                for ipath, rx, repl in p.interims:
+                    if ipath == path and rx.search(line):
+                        pieces.append(([rx.sub(repl, line)], i, k - 1))
+                        break
+                else:
+                    continue
+                break
             pieces.append(([line], k, n - 1))
     return ["".join("".join(lines) for lines, lo, hi in pieces
-                    if lo <= k <= hi).encode() for k in range(n)]
+                    if lo <= k <= hi).encode()
+            if base is not None or k >= owner else None for k in range(n)]
 
 
 def git(tree, *args, env=None, inp=None):

@@ -114,6 +114,7 @@ struct mt_job {
 int __mt_job_run(struct mt_job *job, struct lock_class_key *keys,
 		 const char *class_name);
 const char *mt_job_engine_name(enum mt_job_engine engine);
+bool mt_job_may_use_helpers(bool nowait);
 
 /**
  * mt_job_run() - run a multithreaded job and wait for it

@@ -4,7 +4,11 @@
 # freetest, freebench).  Each test case prints one line the host checks:
 #   FREECASE <name> rc=<exit code> memfree_before=<kB> memfree_after=<kB>
 #            pf=<parallel flushes> pft=<their threads> pff=<fallbacks>
-# (the vmstat deltas over the case).  The benchmark prints BENCH lines.
+#            png=<gathers that did not grow>
+# (the /proc/vmstat tlb_parallel_free* deltas over the case), and first
+#   FREEDEFAULT parallel_free=<sysctl at boot> counters=<sum at boot>
+# The benchmark prints BENCH lines; mtjob.free=hotplug runs teardowns while
+# CPUs go offline and online and prints FREECASE hotplug ... cycles=<N>.
 
 VM=/proc/sys/vm
 arg() { sed -n "s/.*[ ]$1=\([^ ]*\).*/\1/p" /proc/cmdline; }
@@ -21,18 +25,25 @@ memfree() {
 	echo $(($(awk '$1 == "MemFree:" { print $2 }' /proc/meminfo) + pcp))
 }
 vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
+counters() {
+	for k in tlb_parallel_free tlb_parallel_free_threads \
+		tlb_parallel_free_fallback tlb_parallel_free_nogrow; do
+		printf '%s ' "$(vmstat $k)"
+	done
+}
 
 run_case() {
 	name=$1
 	shift
-	mf0=$(memfree); a0=$(vmstat parallel_free)
-	t0=$(vmstat parallel_free_threads); f0=$(vmstat parallel_free_fallback)
+	mf0=$(memfree)
+	c0=$(counters)
 	"$@"
 	rc=$?
-	echo "FREECASE $name rc=$rc memfree_before=$mf0 memfree_after=$(memfree)" \
-		"pf=$(($(vmstat parallel_free) - a0))" \
-		"pft=$(($(vmstat parallel_free_threads) - t0))" \
-		"pff=$(($(vmstat parallel_free_fallback) - f0))"
+	c1=$(counters)
+	mf1=$(memfree)
+	set -- $c0 $c1
+	echo "FREECASE $name rc=$rc memfree_before=$mf0 memfree_after=$mf1" \
+		"pf=$(($5 - $1)) pft=$(($6 - $2)) pff=$(($7 - $3)) png=$(($8 - $4))"
 }
 
 # munmap() and exit() while other processes hog memory and swap to zram.
@@ -49,14 +60,38 @@ pressure() {
 	return $rc
 }
 
-in_cpu_limited_cgroup() {
+cgroup2() {
+	[ -e /sys/fs/cgroup/cgroup.procs ] && return 0
 	mkdir -p /sys/fs/cgroup
-	mount -t cgroup2 none /sys/fs/cgroup || return 1
-	echo +cpu > /sys/fs/cgroup/cgroup.subtree_control || return 1
-	mkdir -p /sys/fs/cgroup/limited
-	echo "50000 100000" > /sys/fs/cgroup/limited/cpu.max || return 1
-	sh -c 'echo $$ > /sys/fs/cgroup/limited/cgroup.procs &&
-		exec free_test munmap 1200 0'
+	mount -t cgroup2 none /sys/fs/cgroup &&
+		echo "+cpu +memory" > /sys/fs/cgroup/cgroup.subtree_control
+}
+
+# in_cgroup NAME FILE VALUE COMMAND...: COMMAND in cgroup NAME with FILE=VALUE.
+in_cgroup() {
+	cg=/sys/fs/cgroup/$1
+	cgroup2 && mkdir -p "$cg" && echo "$3" > "$cg/$2" || return 1
+	shift 3
+	sh -c 'echo $$ > '"$cg"'/cgroup.procs && exec "$@"' sh "$@"
+}
+
+# The OOM killer picks a task in the middle of its munmap(): the teardown
+# must stop growing, free everything and let the other task have its memory.
+oom_mid_teardown() {
+	rm -f /tmp/oom-child-ok
+	cgroup2 && mkdir -p /sys/fs/cgroup/oom &&
+		echo 0 > /sys/fs/cgroup/oom/memory.swap.max || return 1
+	in_cgroup oom memory.max 1560M free_test oom 1200
+	rc=$?
+	for i in $(seq 60); do
+		[ -e /tmp/oom-child-ok ] && break
+		sleep 1
+	done
+	echo "free.sh: oom: free_test exited with $rc" \
+		"($([ $rc = 137 ] && echo killed || echo not killed))"
+	[ -e /tmp/oom-child-ok ] || { echo "free.sh: oom: the child failed"; return 1; }
+	# Killed (137) or finished first (0): both leave the memory back.
+	[ $rc = 137 ] || [ $rc = 0 ]
 }
 
 on_busy_cpus() {
@@ -65,7 +100,7 @@ on_busy_cpus() {
 		sh -c 'while :; do :; done' & pids="$pids $!"
 	done
 	sleep 1
-	free_test munmap 1200 0
+	free_test munmap 2048 0
 	rc=$?
 	kill $pids
 	wait 2>/dev/null
@@ -84,8 +119,14 @@ with_sysctl() {
 	return $rc
 }
 
-# Out-of-range values are refused (EINVAL) and leave the old value.
+# Out-of-range values are refused (EINVAL) and leave the old value; every
+# value read can be written back.
 sysctl_bounds() {
+	for k in parallel_free parallel_free_threshold \
+		parallel_free_max_helpers parallel_free_by_node; do
+		cat $VM/$k > $VM/$k || { echo "free.sh: vm.$k: write-back failed"; return 1; }
+	done
+	# 8 GiB of 4 KiB pages is the highest threshold.
 	for kv in parallel_free:2 parallel_free_threshold:0 \
 		parallel_free_threshold:2097153 parallel_free_max_helpers:0 \
 		parallel_free_by_node:-1; do
@@ -128,17 +169,52 @@ bench() {
 			done
 		done
 	done
-	echo 1 > $VM/parallel_free
+	echo 0 > $VM/parallel_free
 	echo 1 > $VM/parallel_free_by_node
 	echo 4 > $VM/parallel_free_max_helpers
 }
 
+# CPUs 1 and up go offline and online, one at a time, while teardowns of
+# 128 to 512 MiB (some forking COW children) run with the lowest threshold.
+hotplug() {
+	cpus=$(ls -d /sys/devices/system/cpu/cpu[1-9]* | sed 's/.*cpu//')
+	end=$(($(date +%s) + $(arg mtjob.hotplug_seconds)))
+	( while [ "$(date +%s)" -lt "$end" ]; do
+		free_test loop 4 256 || exit 1
+	  done ) & w1=$!
+	( while [ "$(date +%s)" -lt "$end" ]; do
+		free_test munmap 512 0 && free_test fork 128 || exit 1
+	  done ) & w2=$!
+	n=0
+	while [ "$(date +%s)" -lt "$end" ]; do
+		for c in $cpus; do
+			echo 0 > /sys/devices/system/cpu/cpu$c/online &&
+				echo 1 > /sys/devices/system/cpu/cpu$c/online &&
+				n=$((n + 1))
+		done
+	done
+	rc=0
+	wait $w1 || rc=1
+	wait $w2 || rc=1
+	echo "FREEHOTPLUG cycles=$n"
+	return $rc
+}
+
+# Before anything is set: parallel freeing is off and has counted nothing.
+echo "FREEDEFAULT parallel_free=$(cat $VM/parallel_free)" \
+	"counters=$(counters | awk '{ print $1 + $2 + $3 + $4 }')"
 swap_on_zram || echo "free.sh: no swap on zram"
-grep -H . $VM/parallel_free*
 case $(arg mtjob.free) in
 test)
-	run_case parallel-off with_sysctl parallel_free 0 free_test munmap 2048 0
+	# Off (the default): a 2 GiB teardown counts nothing.
+	run_case default-off free_test munmap 2048 0
+	echo 1 > $VM/parallel_free
+	grep -H . $VM/parallel_free*
 	run_case sysctl-bounds sysctl_bounds
+	# Below the default threshold (1 GiB): serial, nothing counted.
+	run_case munmap-64m free_test munmap 64 0
+	run_case munmap-256m free_test munmap 256 0
+	run_case munmap-512m free_test munmap 512 0
 	run_case munmap-2g-thp-off free_test munmap 2048 0
 	run_case munmap-2g-thp-on free_test munmap 2048 1
 	run_case exit-2g-thp-off free_test exit 2048 0
@@ -147,12 +223,26 @@ test)
 	run_case swap-2g free_test swap 2048
 	run_case many-3x1200m free_test many 3 1200
 	run_case pressure pressure
-	run_case rt free_test rt munmap 1200 0
-	run_case taskset-cpu0 taskset 1 free_test munmap 1200 0
-	run_case cgroup-cpu-max in_cpu_limited_cgroup
+	run_case rt free_test rt munmap 2048 0
+	run_case sched-idle free_test idle munmap 2048 0
+	run_case sched-batch free_test batch munmap 2048 0
+	run_case nice-19 free_test nice19 munmap 2048 0
+	run_case taskset-cpu0 taskset 1 free_test munmap 2048 0
+	run_case cgroup-cpu-max in_cgroup limited cpu.max "50000 100000" \
+		free_test munmap 2048 0
+	run_case cgroup-cpu-weight-10 in_cgroup light cpu.weight 10 \
+		free_test munmap 2048 0
+	run_case cgroup-cpu-idle in_cgroup idle cpu.idle 1 \
+		free_test munmap 2048 0
 	run_case busy-cpus on_busy_cpus
 	run_case by-node-off with_sysctl parallel_free_by_node 0 free_test munmap 2048 0
+	run_case oom-mid-teardown oom_mid_teardown
 	run_case lowest-threshold with_sysctl parallel_free_threshold 1 free_test loop 1200 8
+	;;
+hotplug)
+	echo 1 > $VM/parallel_free
+	echo 1 > $VM/parallel_free_threshold
+	run_case hotplug hotplug
 	;;
 bench)
 	bench

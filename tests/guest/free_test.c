@@ -20,8 +20,19 @@
  *   free_test many NPROC MIB            NPROC children exit at the same time
  *   free_test loop ITERS MIB            ITERS x (munmap, fork + exit) of MIB
  *   free_test hog MIB SECONDS           allocate, touch and free MIB in a loop
- *   free_test rt COMMAND ...            COMMAND as a SCHED_FIFO task (priority
- *                                       10); busybox-static has no chrt
+ *   free_test oom MIB                   map and touch MIB; a child (with
+ *                                       oom_score_adj -1000) touches MIB / 4,
+ *                                       then MIB / 2 more while the parent
+ *                                       unmaps: in a memcg whose memory.max
+ *                                       is below 1.75 MIB the OOM killer
+ *                                       picks the parent, often inside
+ *                                       munmap(); the child creates
+ *                                       /tmp/oom-child-ok once it has all
+ *                                       its memory
+ *
+ * A command may follow scheduling prefixes (busybox-static has no chrt):
+ *   rt      SCHED_FIFO, priority 10     idle    SCHED_IDLE
+ *   batch   SCHED_BATCH                 nice19  nice value 19
  *
  * Exits 1 with a message on stderr when a syscall fails or data is wrong.
  */
@@ -268,16 +279,79 @@ static void do_hog(size_t bytes, long seconds)
 	}
 }
 
+/*
+ * The victim maps and touches, then unmaps while its child allocates until
+ * the memcg is out of memory.  The child is exempt from the OOM killer, so
+ * the victim is chosen, usually inside munmap().
+ */
+static void do_oom(size_t bytes)
+{
+	char *p = map_touch(bytes, 0);
+	int go[2], ready[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(go) || pipe(ready))
+		die("pipe");
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		FILE *f = fopen("/proc/self/oom_score_adj", "w");
+
+		if (!f || fprintf(f, "-1000\n") < 0 || fclose(f))
+			_exit(2);
+		/* A quarter first, then the rest while the parent unmaps. */
+		map_touch(bytes / 4, 0);
+		if (write(ready[1], "x", 1) != 1)
+			_exit(2);
+		map_touch(bytes / 2, 0);
+		/* The parent may be dead: tell the harness through a file. */
+		f = fopen("/tmp/oom-child-ok", "w");
+		_exit(!f || fclose(f) ? 2 : 0);
+	}
+	if (read(ready[0], &c, 1) != 1)
+		die("read");
+	if (munmap(p, bytes))
+		die("munmap");
+	report("oom", bytes, 0, 0);
+	exit(0);
+}
+
+/* Applies the scheduling prefixes of the command line; returns their count. */
+static int sched_prefixes(int argc, char **argv)
+{
+	struct sched_param sp = { .sched_priority = 10 };
+	int n = 0;
+
+	for (; n + 2 < argc; n++) {
+		const char *a = argv[n + 1];
+
+		if (!strcmp(a, "rt")) {
+			if (sched_setscheduler(0, SCHED_FIFO, &sp))
+				die("sched_setscheduler(SCHED_FIFO)");
+		} else if (!strcmp(a, "idle") || !strcmp(a, "batch")) {
+			sp.sched_priority = 0;
+			if (sched_setscheduler(0, a[0] == 'i' ? SCHED_IDLE :
+					       SCHED_BATCH, &sp))
+				die("sched_setscheduler");
+		} else if (!strcmp(a, "nice19")) {
+			errno = 0;
+			if (nice(19) == -1 && errno)
+				die("nice");
+		} else {
+			break;
+		}
+	}
+	return n;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc > 2 && !strcmp(argv[1], "rt")) {
-		struct sched_param sp = { .sched_priority = 10 };
+	int n = sched_prefixes(argc, argv);
 
-		if (sched_setscheduler(0, SCHED_FIFO, &sp))
-			die("sched_setscheduler(SCHED_FIFO)");
-		argc--;
-		argv++;
-	}
+	argc -= n;
+	argv += n;
 	if (argc == 4 && !strcmp(argv[1], "munmap"))
 		do_munmap(mib(argv[2]), atoi(argv[3]));
 	else if (argc == 4 && !strcmp(argv[1], "exit"))
@@ -292,6 +366,8 @@ int main(int argc, char **argv)
 		do_loop(atol(argv[2]), mib(argv[3]));
 	else if (argc == 4 && !strcmp(argv[1], "hog"))
 		do_hog(mib(argv[2]), atol(argv[3]));
+	else if (argc == 3 && !strcmp(argv[1], "oom"))
+		do_oom(mib(argv[2]));
 	else {
 		fprintf(stderr, "usage: see the top of tests/guest/free_test.c\n");
 		return 2;
