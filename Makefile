@@ -118,9 +118,12 @@ bench-free: kernel
 series: apply
 	@python3 scripts/series.py --tree $(TREE) --out $(BUILD)/series
 
+# SKIP_LAST=1 (make check, right after 'make kernel'): the last patch is the
+# overlay that $(KBUILD) holds, built with the same .config.
 series-build: config
 	@python3 scripts/series.py --tree $(TREE) --out $(BUILD)/series \
-		--build $(BUILD)/series-kbuild --config $(KBUILD)/.config
+		--build $(BUILD)/series-kbuild --config $(KBUILD)/.config \
+		$(if $(filter 1,$(SKIP_LAST)),--skip-last)
 
 rustfmt: apply
 	@python3 scripts/overlay.py files | grep '[.]rs$$' | sed 's|^|$(TREE)/|' | \

@@ -229,6 +229,6 @@ stage norust norust; count $?
 # second build directory, then one incremental build per patch).
 # SERIES_BUILD=0 skips it for quick local runs.
 if [ "${SERIES_BUILD:-1}" != 0 ]; then
-	stage series-build make -s -C "$repo" series-build; count $?
+	stage series-build make -s -C "$repo" series-build SKIP_LAST=1; count $?
 fi
 finish

@@ -216,12 +216,14 @@ def fill_cover(outdir, cover):
         f.write(text)
 
 
-def build_each(tree, kbuild, patches, llvm, config):
+def build_each(tree, kbuild, patches, llvm, config, skip_last=False):
     """Build every commit of the series in a separate work tree.
 
     Each build starts from CONFIG (the full series' .config) through
     olddefconfig, so that a symbol a later patch adds is not lost because an
-    earlier patch did not know it yet.
+    earlier patch did not know it yet.  With SKIP_LAST the last commit, whose
+    tree is the overlay (checked by build_series()), is not built again: the
+    caller built the overlay with CONFIG.
     """
     with open(config) as f:
         full = f.read()
@@ -230,7 +232,10 @@ def build_each(tree, kbuild, patches, llvm, config):
     if not os.path.isdir(wt):
         git(tree, "worktree", "add", "-f", "--detach", wt, "base")
     commits = git(tree, "rev-list", "--reverse", "base..series").split()
-    for i, c in enumerate(commits, 1):
+    if skip_last:
+        print(f"series: patch {len(commits)} is the overlay, built as "
+              f"{os.path.dirname(config)}: not built again")
+    for i, c in enumerate(commits[:-1] if skip_last else commits, 1):
         git(wt, "checkout", "-q", "--detach", c)
         print(f"series: building {i}/{len(commits)}: "
               f"{git(wt, 'log', '-1', '--format=%s')}", flush=True)
@@ -256,6 +261,9 @@ def main():
     ap.add_argument("--build", metavar="KBUILD",
                     help="build each patch in this build directory")
     ap.add_argument("--llvm", default="-16")
+    ap.add_argument("--skip-last", action="store_true",
+                    help="do not build the last patch (the overlay, which "
+                    "the build directory of --config holds)")
     ap.add_argument("--config", default=os.path.join(REPO, "build", "kbuild",
                                                      ".config"),
                     help="the .config every patch is built with")
@@ -264,7 +272,7 @@ def main():
     build_series(os.path.abspath(args.tree), patches, args.out)
     if args.build:
         build_each(os.path.abspath(args.tree), os.path.abspath(args.build),
-                   patches, args.llvm, args.config)
+                   patches, args.llvm, args.config, args.skip_last)
 
 
 if __name__ == "__main__":

@@ -286,13 +286,14 @@ static void do_hog(size_t bytes, long seconds)
  */
 static void do_oom(size_t bytes)
 {
-	char *p = map_touch(bytes, 0);
 	int go[2], ready[2];
 	pid_t pid;
+	char *p;
 	char c;
 
 	if (pipe(go) || pipe(ready))
 		die("pipe");
+	/* Fork first: the child must not share the mapping it competes with. */
 	pid = fork();
 	if (pid < 0)
 		die("fork");
@@ -300,6 +301,8 @@ static void do_oom(size_t bytes)
 		FILE *f = fopen("/proc/self/oom_score_adj", "w");
 
 		if (!f || fprintf(f, "-1000\n") < 0 || fclose(f))
+			_exit(2);
+		if (read(go[0], &c, 1) != 1)
 			_exit(2);
 		/* A quarter first, then the rest while the parent unmaps. */
 		map_touch(bytes / 4, 0);
@@ -310,8 +313,9 @@ static void do_oom(size_t bytes)
 		f = fopen("/tmp/oom-child-ok", "w");
 		_exit(!f || fclose(f) ? 2 : 0);
 	}
-	if (read(ready[0], &c, 1) != 1)
-		die("read");
+	p = map_touch(bytes, 0);
+	if (write(go[1], "x", 1) != 1 || read(ready[0], &c, 1) != 1)
+		die("pipe");
 	if (munmap(p, bytes))
 		die("munmap");
 	report("oom", bytes, 0, 0);
