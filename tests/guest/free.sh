@@ -81,7 +81,7 @@ oom_mid_teardown() {
 	rm -f /tmp/oom-child-ok
 	cgroup2 && mkdir -p /sys/fs/cgroup/oom &&
 		echo 0 > /sys/fs/cgroup/oom/memory.swap.max || return 1
-	in_cgroup oom memory.max 1560M free_test oom 1200
+	in_cgroup oom memory.max 1520M free_test oom 1200
 	rc=$?
 	for i in $(seq 60); do
 		[ -e /tmp/oom-child-ok ] && break
@@ -238,6 +238,10 @@ test)
 	run_case by-node-off with_sysctl parallel_free_by_node 0 free_test munmap 2048 0
 	run_case oom-mid-teardown oom_mid_teardown
 	run_case lowest-threshold with_sysctl parallel_free_threshold 1 free_test loop 1200 8
+	;;
+oom)
+	echo 1 > $VM/parallel_free
+	run_case oom-mid-teardown oom_mid_teardown
 	;;
 hotplug)
 	echo 1 > $VM/parallel_free

@@ -56,7 +56,8 @@ use macros::pin_data;
 /// The lock classes of one call site of [`scope_with_class`]: one for scopes opened outside work
 /// items, one for scopes opened inside a work item.
 ///
-/// Made by [`static_scope_class!`] (and [`scope!`]); lockdep expects statically allocated,
+/// Made by [`static_scope_class!`](crate::workqueue::static_scope_class) (and
+/// [`scope!`](crate::workqueue::scope)); lockdep expects statically allocated,
 /// uninitialised keys. The layout is that of C's `struct lock_class_key[2]`.
 #[repr(C)]
 pub struct ScopeClass {
@@ -199,7 +200,8 @@ trait ScopedWork {
 
 /// A scope in which work items that borrow from the caller are spawned.
 ///
-/// Made by [`scope!`] or [`scope_with_class`], and only lent to their body.
+/// Made by [`scope!`](crate::workqueue::scope) or [`scope_with_class`], and only lent to their
+/// body.
 ///
 /// `'scope` is the lifetime of the scope, `'env` that of the borrows the items may hold. Both are
 /// invariant, as in `std::thread::Scope`. `Scope` is not `Sync`: items cannot spawn into it, a
@@ -209,7 +211,7 @@ trait ScopedWork {
 ///
 /// - Every item in `items` was initialised with `name` and `key`, queued exactly once, is owned
 ///   by the scope and never moves (it is pinned in its box).
-/// - An item is freed only when its state is [`State::Cancelled`] (its `cancel_work()` returned
+/// - An item is freed only when its state is `State::Cancelled` (its `cancel_work()` returned
 ///   true) or after the join's `flush_work()`/`cancel_work_sync()` for it returned.
 /// - An item's closure belongs to the worker once the worker claimed the item (cleared its
 ///   pending bit), and to the scope's thread after a `cancel_work()` that returned true or after
