@@ -174,8 +174,9 @@ bench() {
 	echo 4 > $VM/parallel_free_max_helpers
 }
 
-# CPUs 1 and up go offline and online, one at a time, while teardowns of
-# 128 to 512 MiB (some forking COW children) run with the lowest threshold.
+# CPUs 1 and up go offline and online, one at a time and then all at once,
+# while teardowns of 128 to 512 MiB (some forking COW children) run with the
+# lowest threshold.
 hotplug() {
 	cpus=$(ls -d /sys/devices/system/cpu/cpu[1-9]* | sed 's/.*cpu//')
 	end=$(($(date +%s) + $(arg mtjob.hotplug_seconds)))
@@ -187,10 +188,18 @@ hotplug() {
 	  done ) & w2=$!
 	n=0
 	while [ "$(date +%s)" -lt "$end" ]; do
+		# One CPU at a time, then all but CPU 0 at once (the nodes of
+		# those CPUs have none left while they are down).
 		for c in $cpus; do
 			echo 0 > /sys/devices/system/cpu/cpu$c/online &&
 				echo 1 > /sys/devices/system/cpu/cpu$c/online &&
 				n=$((n + 1))
+		done
+		for c in $cpus; do
+			echo 0 > /sys/devices/system/cpu/cpu$c/online
+		done
+		for c in $cpus; do
+			echo 1 > /sys/devices/system/cpu/cpu$c/online && n=$((n + 1))
 		done
 	done
 	rc=0
