@@ -3,8 +3,8 @@
  * mt_job_run(): the C entry point of multithreaded jobs.
  *
  * It checks the job, then hands it to one of three engines:
- *  - "rust": kernel::mt_job (kernel/mt_job_rust.rs), with CONFIG_MT_JOB_RUST,
- *    the default then;
+ *  - "rust": kernel::mt_job (rust/kernel/mt_job/, glued in by
+ *    kernel/mt_job_rust.rs), with CONFIG_MT_JOB_RUST, the default then;
  *  - "padata": padata_do_multithreaded(), which is __init, so it is used only
  *    while the kernel is still booting (system_state < SYSTEM_FREEING_INITMEM)
  *    and never for nowait jobs.  It is the default without
@@ -58,9 +58,10 @@ static int mt_job_engine_set(const char *val, const struct kernel_param *kp)
 {
 	int i = sysfs_match_string(mt_job_engine_names, val);
 
-	if (i < 0)
+	/* Without the Rust engine, "rust" would only read back as a lie. */
+	if (i < 0 || (i == MT_JOB_ENGINE_RUST && !IS_ENABLED(CONFIG_MT_JOB_RUST)))
 		return -EINVAL;
-	mt_job_engine = i;
+	WRITE_ONCE(mt_job_engine, i);
 	return 0;
 }
 

@@ -3,55 +3,38 @@
  * Parallel freeing of the pages an mmu_gather collected.
  *
  * A large munmap() or exit() spends most of its time freeing pages, with one
- * thread taking each zone's lock in turn.  Aaron Lu's 2017 series ("mm:
- * support parallel free of memory", never merged) freed gathered batches of
- * 256K pages in workqueue workers: 320 GiB went from 10.8 s to 5.8 s on a
- * 4-node Haswell-EX, 1 TiB from 41.7 s to 22 s on a 1024-CPU machine.  This
- * file does the same with mt_job_run().  It is off until vm.parallel_free is
- * set to 1; until then a static key keeps the gather and flush paths as they
- * are upstream.  What it does, point by point against the review of the 2017
- * series:
+ * thread taking each zone's lock in turn.  Here the pages of a large gather
+ * are freed by the calling task and kworker helpers with mt_job_run().  It
+ * is off until vm.parallel_free is set to 1 (a static key).  Then:
  *
- * - Only large teardowns.  Upstream frees a gather when it has
- *   MAX_GATHER_BATCH_COUNT batches (about 40 MiB of 4 KiB pages).  Here a
- *   gather may grow on until it holds vm.parallel_free_threshold pages,
- *   counted by size (a PMD-mapped THP is HPAGE_PMD_NR pages), and only a
- *   flush of at least that many pages is parallel.  A gather that grew but
- *   ends below the threshold (the tail of a teardown) is freed serially.
+ * - Where a gather would stop at MAX_GATHER_BATCH_COUNT batches, it reserves
+ *   helpers: at most one per other CPU that is idle now, and at most
+ *   vm.parallel_free_max_helpers for all gathers together.  Only with a
+ *   reservation does it grow on, up to vm.parallel_free_threshold pages,
+ *   counted by size (a PMD-mapped THP is HPAGE_PMD_NR pages).  A gather
+ *   refused once is not asked again.
  *
- * - Growing means helpers are in hand.  Where upstream stops gathering, the
- *   gather reserves helpers: at most one per other CPU that is idle now, and
- *   at most vm.parallel_free_max_helpers for all gathers together.  Without
- *   a reservation it stops at upstream's size, exactly as upstream
- *   (tlb_parallel_free_nogrow counts such gathers).  After each flush the
- *   reservation is given back and the batch list trimmed to upstream's size,
- *   so every round of a long teardown decides again.
+ * - Only a flush of at least the threshold is parallel; a grown gather that
+ *   ends below it (the tail of a teardown) is freed serially.  After each
+ *   flush the reservation is given back and the batch list trimmed to
+ *   MAX_GATHER_BATCH_COUNT, so every round of a long teardown decides again.
  *
- * - CPU accounting and cgroups (Michal Hocko).  Helpers are kworkers: nice
- *   0, root cgroup, any CPU.  Only tasks for which that is fair get them:
- *   sched_task_offload_allowed() (SCHED_NORMAL at nice 0 or below, allowed
- *   on every online CPU, no uclamp.max cap, no cpu.max, cpu.idle or low
- *   cpu.weight up their cgroup hierarchy).  Kernel threads (the OOM
- *   reaper), teardowns of another task's mm (process_mrelease(), a last
- *   mmput() from elsewhere), OOM victims and tasks with a fatal signal stay
- *   serial; the last two are checked again at every batch a gather grows
- *   by, so a task chosen by the OOM killer mid-teardown stops holding pages
- *   back at once.
+ * - Helpers are kworkers: nice 0, root cgroup, their time charged to no
+ *   cgroup.  Tasks whose CPU use is restricted in any way stay serial
+ *   (sched_task_offload_allowed()), as do kernel threads (the OOM reaper),
+ *   teardowns of another task's mm (process_mrelease()), OOM victims and
+ *   tasks with a fatal signal; the last two are checked again at every
+ *   batch a gather grows by.
  *
- * - Busy systems and power (Peter Zijlstra).  Helpers only for idle CPUs; a
- *   helper that has not started when the caller ran out of batches is
+ * - A helper that has not started when the caller runs out of batches is
  *   cancelled (a nowait job), so on a loaded system the caller does the
- *   work alone, as before.  No CPU is woken to poll.
+ *   work alone.  The page table walk stays serial: the free of a full
+ *   gather runs after its TLB flush and before the walk resumes.
  *
- * - The page table walk stays serial (Vlastimil Babka): only the freeing of
- *   a full gather runs in parallel, synchronously, after its TLB flush and
- *   before the walk resumes, which keeps the mmu_gather rules.
- *
- * - Zone-lock contention (Dave Hansen's fake-NUMA experiment: 70% less time
- *   when each worker freed to its own node).  With vm.parallel_free_by_node
- *   the batches are sorted by the node of their first page and freed with
- *   MT_JOB_AFFINITY_BY_INDEX, so helpers on node N take node N's batches
- *   first.  Batches of a node without an idle CPU are tied to no node.
+ * - With vm.parallel_free_by_node, batches are sorted by the node of their
+ *   first page and freed with MT_JOB_AFFINITY_BY_INDEX, so that helpers on
+ *   node N take node N's batches first and contend for node N's zone locks;
+ *   batches of a node without an idle CPU are tied to no node.
  */
 
 #include <linux/atomic.h>
@@ -76,9 +59,14 @@
 
 #include "internal.h"
 
-/* vm.parallel_free_threshold: 1 GiB by default, at most 8 GiB held back. */
+/*
+ * vm.parallel_free_threshold: 1 GiB by default (the batch of Aaron Lu's 2017
+ * "mm: support parallel free of memory"), at most 8 GiB held back, at least
+ * what a gather holds without growing.
+ */
 #define TLB_PARALLEL_FREE_DEFAULT_PAGES	(SZ_1G >> PAGE_SHIFT)
 #define TLB_PARALLEL_FREE_MAX_PAGES	(SZ_8G >> PAGE_SHIFT)
+#define TLB_PARALLEL_FREE_MIN_PAGES	(MAX_GATHER_BATCH_COUNT * MAX_GATHER_BATCH)
 
 /* Enabled while vm.parallel_free is 1. */
 DEFINE_STATIC_KEY_FALSE(tlb_parallel_free_key);
@@ -87,6 +75,7 @@ DEFINE_STATIC_KEY_FALSE(tlb_parallel_free_key);
 static int sysctl_parallel_free;
 static unsigned long sysctl_parallel_free_threshold =
 	TLB_PARALLEL_FREE_DEFAULT_PAGES;
+/* The best workqueue max_active of the 2017 series' measurements. */
 static int sysctl_parallel_free_max_helpers = 4;
 static int sysctl_parallel_free_by_node = 1;
 static DEFINE_MUTEX(tlb_parallel_free_lock);
@@ -165,13 +154,14 @@ static void tlb_parallel_free_release(struct mmu_gather *tlb)
  */
 bool __tlb_parallel_free_grow(struct mmu_gather *tlb)
 {
-	if (tlb->parallel_free_pages >=
+	if (tlb->parallel_free_refused || tlb->parallel_free_pages >=
 	    READ_ONCE(sysctl_parallel_free_threshold))
 		return false;
 	if (tlb->parallel_free_helpers) {
 		/* Chosen by the OOM killer or killed since: stop holding back. */
 		if (tsk_is_oom_victim(current) || fatal_signal_pending(current)) {
 			tlb_parallel_free_release(tlb);
+			tlb->parallel_free_refused = 1;
 			return false;
 		}
 		return true;
@@ -180,10 +170,9 @@ bool __tlb_parallel_free_grow(struct mmu_gather *tlb)
 		tlb->parallel_free_helpers = tlb_parallel_free_reserve();
 	if (tlb->parallel_free_helpers)
 		return true;
-	if (!tlb->parallel_free_nogrow) {
-		tlb->parallel_free_nogrow = 1;
-		count_vm_event(TLB_PARALLEL_FREE_NOGROW);
-	}
+	/* Not asked again: this runs under the page table lock. */
+	tlb->parallel_free_refused = 1;
+	count_vm_event(TLB_PARALLEL_FREE_NOGROW);
 	return false;
 }
 
@@ -275,8 +264,8 @@ static bool tlb_free_parallel(struct mmu_gather *tlb)
 		return false;
 	}
 	kfree(batches);
-	/* The engine may have been set to serial since the reservation. */
-	if (job.engine == MT_JOB_ENGINE_SERIAL) {
+	/* The caller alone: helpers cancelled, or the engine set to serial. */
+	if (job.nr_threads < 2) {
 		count_vm_event(TLB_PARALLEL_FREE_FALLBACK);
 	} else {
 		count_vm_event(TLB_PARALLEL_FREE);
@@ -324,7 +313,8 @@ bool __tlb_parallel_free_flush(struct mmu_gather *tlb)
 
 	tlb->parallel_free_pages = 0;
 	if (pages >= READ_ONCE(sysctl_parallel_free_threshold)) {
-		if (!tlb->parallel_free_helpers && tlb_parallel_free_allowed(tlb))
+		if (!tlb->parallel_free_helpers && !tlb->parallel_free_refused &&
+		    tlb_parallel_free_allowed(tlb))
 			tlb->parallel_free_helpers = tlb_parallel_free_reserve();
 		freed = tlb->parallel_free_helpers && tlb_free_parallel(tlb);
 		if (!freed)
@@ -363,7 +353,7 @@ static int tlb_parallel_free_sysctl(const struct ctl_table *table, int write,
 	return ret;
 }
 
-static unsigned long threshold_min = 1;
+static unsigned long threshold_min = TLB_PARALLEL_FREE_MIN_PAGES;
 static unsigned long threshold_max = TLB_PARALLEL_FREE_MAX_PAGES;
 
 static struct ctl_table tlb_parallel_free_table[] = {

@@ -23,7 +23,8 @@
  *	that have CPUs, as padata's numa_aware does.
  * @MT_JOB_AFFINITY_NODE: all helpers run on @mt_job.node; the calling thread
  *	takes chunks while they run only when it runs on that node, the node has
- *	no CPU, or the job is @mt_job.nowait.
+ *	no CPU, or the job may not wait for helpers (@mt_job.nowait, or run
+ *	from a work item or with PF_MEMALLOC).
  * @MT_JOB_AFFINITY_BY_INDEX: @mt_job.node_of tells which node each index
  *	lives on; helpers are queued on those nodes and take their own node's
  *	chunks first, then help with the others.
@@ -88,7 +89,9 @@ enum mt_job_engine {
  * @name: a short name for reports and warnings.
  * @engine: out: the engine that ran the job.
  * @nr_threads: out: the threads that worked on the job: helpers that
- *	started, and the caller if it ran a chunk.
+ *	started, and the caller if it ran a chunk (Rust engine); padata does
+ *	not say, so for it this is the threads it was asked for,
+ *	min(@size / max(@min_chunk, @align), @max_threads).
  * @nr_off_node: out: chunks of a node (%MT_JOB_AFFINITY_NODE and the by-index
  *	affinities) that ran on a CPU of another node; 0 for the padata and
  *	serial engines, which do not count them.
@@ -127,9 +130,11 @@ bool mt_job_may_use_helpers(bool nowait);
  * before it started; then runs any chunk still left on the calling thread.
  * Must be called from a context that may sleep.
  *
- * Each call site has its own lockdep class (named after the calling
- * function): the helpers run under it and the wait for them acquires it, so
- * lockdep reports a caller that waits while holding a lock its helpers take.
+ * With the Rust engine each call site has its own lockdep class (named after
+ * the calling function): the helpers run under it and the wait for them
+ * acquires it, so lockdep reports a caller that waits while holding a lock
+ * its helpers take.  The padata engine is used only while booting: callers
+ * that may run after init memory is freed get the Rust or serial engine.
  *
  * Return: 0 when every chunk succeeded, the first error a chunk returned, or
  * -EINVAL with nothing run when @job->thread_fn is NULL, @job->align is not a

@@ -11,6 +11,9 @@
 # CPUs go offline and online and prints FREECASE hotplug ... cycles=<N>.
 
 VM=/proc/sys/vm
+# The lowest vm.parallel_free_threshold: what a gather holds without growing,
+# MAX_GATHER_BATCH_COUNT (19) x MAX_GATHER_BATCH (510) on x86-64, 4 KiB pages.
+LOWEST=9690
 arg() { sed -n "s/.*[ ]$1=\([^ ]*\).*/\1/p" /proc/cmdline; }
 # Free memory in kB: MemFree plus the pages on per-CPU lists (zoneinfo's
 # "count"), which MemFree leaves out until they are drained.  Page cache and
@@ -128,6 +131,7 @@ sysctl_bounds() {
 	done
 	# 8 GiB of 4 KiB pages is the highest threshold.
 	for kv in parallel_free:2 parallel_free_threshold:0 \
+		parallel_free_threshold:$((LOWEST - 1)) \
 		parallel_free_threshold:2097153 parallel_free_max_helpers:0 \
 		parallel_free_by_node:-1; do
 		k=${kv%%:*}
@@ -246,7 +250,7 @@ test)
 	run_case busy-cpus on_busy_cpus
 	run_case by-node-off with_sysctl parallel_free_by_node 0 free_test munmap 2048 0
 	run_case oom-mid-teardown oom_mid_teardown
-	run_case lowest-threshold with_sysctl parallel_free_threshold 1 free_test loop 1200 8
+	run_case lowest-threshold with_sysctl parallel_free_threshold $LOWEST free_test loop 1200 8
 	;;
 oom)
 	echo 1 > $VM/parallel_free
@@ -254,7 +258,7 @@ oom)
 	;;
 hotplug)
 	echo 1 > $VM/parallel_free
-	echo 1 > $VM/parallel_free_threshold
+	echo $LOWEST > $VM/parallel_free_threshold
 	run_case hotplug hotplug
 	;;
 bench)
