@@ -521,8 +521,10 @@ FREE_CASES = {
     # Killed in munmap() or not, depending on timing: only what holds in
     # both cases is checked (the workload, memory, a clean log).
     "oom-mid-teardown": None,
-    "lowest-threshold": ("parallel path taken >= 100 times",
-                         lambda pf, *_: pf >= 100),
+    # 60 teardowns of 96 MiB, every other one THP-backed, at 9690 pages:
+    # about 90 parallel flushes.
+    "lowest-threshold": ("parallel path taken >= 50 times",
+                         lambda pf, *_: pf >= 50),
     # Out-of-range sysctl values refused: only the exit code counts.
     "sysctl-bounds": None,
 }

@@ -250,7 +250,9 @@ test)
 	run_case busy-cpus on_busy_cpus
 	run_case by-node-off with_sysctl parallel_free_by_node 0 free_test munmap 2048 0
 	run_case oom-mid-teardown oom_mid_teardown
-	run_case lowest-threshold with_sysctl parallel_free_threshold $LOWEST free_test loop 1200 8
+	# 60 rounds of 96 MiB (24576 pages): two flushes at the lowest threshold
+	# each, plus a fork and exit every eighth round.
+	run_case lowest-threshold with_sysctl parallel_free_threshold $LOWEST free_test loop 60 96
 	;;
 oom)
 	echo 1 > $VM/parallel_free
