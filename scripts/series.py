@@ -245,7 +245,10 @@ def build_each(tree, kbuild, patches, llvm, config, skip_last=False):
         res = subprocess.run(make + ["olddefconfig"], capture_output=True,
                              text=True)
         if res.returncode == 0:
-            res = subprocess.run(make + [f"-j{os.cpu_count() + 1}"],
+            # vmlinux: every object compiled and linked; the bzImage
+            # around it only packs it.
+            res = subprocess.run(make + [f"-j{os.cpu_count() + 1}",
+                                         "vmlinux"],
                                  capture_output=True, text=True)
         if res.returncode:
             sys.stdout.write(res.stdout[-3000:] + res.stderr[-3000:])
