@@ -197,10 +197,9 @@ static bool mt_job_padata_usable(void)
  */
 static enum mt_job_engine mt_job_pick_engine(bool nowait)
 {
+	/* "rust" is refused, and not the default, without the Rust engine. */
 	enum mt_job_engine engine = READ_ONCE(mt_job_engine);
 
-	if (engine == MT_JOB_ENGINE_RUST && !IS_ENABLED(CONFIG_MT_JOB_RUST))
-		engine = MT_JOB_ENGINE_PADATA;
 	if (engine == MT_JOB_ENGINE_PADATA && (nowait || !mt_job_padata_usable()))
 		engine = IS_ENABLED(CONFIG_MT_JOB_RUST) ? MT_JOB_ENGINE_RUST :
 							  MT_JOB_ENGINE_SERIAL;
@@ -224,7 +223,6 @@ bool mt_job_may_use_helpers(bool nowait)
 	return mt_job_pick_engine(nowait) != MT_JOB_ENGINE_SERIAL &&
 	       READ_ONCE(mt_job_max_threads) != 1;
 }
-EXPORT_SYMBOL_GPL(mt_job_may_use_helpers);
 
 /**
  * __mt_job_run() - run a multithreaded job, see mt_job_run()
