@@ -21,11 +21,16 @@ REPEAT  ?= 3
 ENGINES ?= rust,padata,serial,rust:mt_job.max_threads=1
 APPEND  ?=
 
+# The benchmarks' plots need Debian's python3-matplotlib, which only Debian's
+# python3 sees (not a pyenv or venv python3 earlier in PATH).
+PYTHON_PLOT ?= $(shell [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || echo python3)
+
 KMAKE = $(MAKE) -C $(TREE) O=$(KBUILD) LLVM=$(LLVM)
 
 .PHONY: all setup setup-if-needed base apply sync diff config kernel kernel-norust \
 	boottest-norust run check \
-	rustfmt series series-build bench-hugetlb bench-free clean distclean help
+	rustfmt series series-build bench-hugetlb bench-free bench-engine \
+	bench-deferred clean distclean help
 
 all: help
 
@@ -38,6 +43,8 @@ help:
 	@echo "make kernel  apply, configure and build (incremental)"
 	@echo "make bench-hugetlb  hugetlb boot allocation time: rust, padata, 1 thread"
 	@echo "make bench-free     munmap/exit time of 2/4/6 GiB: parallel free off, by node, interleaved"
+	@echo "make bench-engine   mt_job_run() vs padata_do_multithreaded(), same jobs, one boot"
+	@echo "make bench-deferred deferred init per engine on 4 guest shapes, 9 boots each"
 	@echo "make series  cut the overlay into the RFC patches (build/series/)"
 	@echo "make series-build  build every patch of the series in turn"
 
@@ -112,8 +119,23 @@ bench-hugetlb: kernel
 		--nodes $(NODES) --repeat $(REPEAT) --engines $(BENCH_ENGINES)
 
 bench-free: kernel
-	python3 scripts/guest.py freebench --mem $(MEM) --cpus $(CPUS) \
-		--nodes $(NODES) --repeat $(REPEAT) --timeout 3600
+	$(PYTHON_PLOT) scripts/guest.py freebench --mem $(MEM) --cpus $(CPUS) \
+		--nodes $(NODES) --repeat $(REPEAT) --timeout 3600 \
+		--sizes "$(SIZES)" --modes "$(MODES)"
+
+# The engines side by side (CONFIG_MT_JOB_BENCH; one boot; CSV and plots in
+# build/bench/).  Defaults: 2 nodes x 1 vCPU, which the 2-core host can run.
+BENCH_CPUS ?= 2
+bench-engine: kernel
+	$(PYTHON_PLOT) scripts/bench.py engine --cpus $(BENCH_CPUS) --nodes $(NODES) \
+		--mem $(MEM) --append "$(APPEND)"
+
+# Deferred init per engine on guests of several shapes, BOOTS boots each.
+BOOTS  ?= 9
+GUESTS ?= 1x1x16,1x2x16,2x2x16,2x4x8
+bench-deferred: kernel
+	$(PYTHON_PLOT) scripts/bench.py deferred --repeat $(BOOTS) --guests $(GUESTS) \
+		--engines $(ENGINES) --append "$(APPEND)"
 
 series: apply
 	@python3 scripts/series.py --tree $(TREE) --out $(BUILD)/series

@@ -196,6 +196,19 @@ for suite in boottest hugetlbtest freetest; do
 	failed=$((failed + $(echo "$line" | awk '{print $4+0}')))
 done
 
+# The engine benchmark (make bench-engine) in small: every point runs on both
+# engines and reports sane values; no timing is judged.
+enginebench() {
+	python3 "$repo/scripts/bench.py" engine --smoke --max-size 4096 |
+		tee "$logs/enginebench-smoke.txt"
+	return "${PIPESTATUS[0]}"
+}
+stage enginebench-smoke enginebench; count $?
+line=$(grep -o "enginebench-smoke: [0-9]* passed, [0-9]* failed" \
+	"$logs/enginebench-smoke.txt")
+passed=$((passed + $(echo "$line" | awk '{print $2+0}')))
+failed=$((failed + $(echo "$line" | awk '{print $4+0}')))
+
 # A kernel without Rust (CONFIG_RUST=n, as distributions build): boot jobs
 # stay on padata with more than one thread, initialise the same deferred
 # pages per node as the Rust kernel did in boottest, and allocate the hugetlb

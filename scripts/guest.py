@@ -25,6 +25,8 @@ import sys
 import tempfile
 import time
 
+import benchplot
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUSYBOX = "/bin/busybox"
 
@@ -587,10 +589,24 @@ def cmd_freetest(args):
     return check.finish("freetest")
 
 
+FREEBENCH_MODES = ("off", "by_node", "interleave", "by_node_1h")
+
+
 def cmd_freebench(args):
     """munmap()/exit() time, parallel freeing off vs by node vs interleaved."""
-    r, log = boot(args, "rust", f"mtjob.free=bench mtjob.free_reps={args.repeat}")
-    path = save_log(args, "freebench.log", log)
+    extra = f"mtjob.free=bench mtjob.free_reps={args.repeat}"
+    if args.sizes:
+        extra += f" mtjob.free_sizes={args.sizes}"
+    if args.modes:
+        extra += f" mtjob.free_modes={args.modes}"
+    if args.log:
+        # Tables and plots again from a saved log: no boot.
+        with open(args.log) as f:
+            log = f.read()
+        r, path = parse(log, "rust", 0), args.log
+    else:
+        r, log = boot(args, "rust", extra)
+        path = save_log(args, f"freebench-{args.nodes}n{args.cpus}c.log", log)
     if r["bad"]:
         die(f"the benchmark guest logged {r['bad'][0]!r}; see {path}")
     if not r["ok"]:
@@ -602,7 +618,8 @@ def cmd_freebench(args):
             int(us))
     if not res:
         die(f"no BENCH lines in {path}")
-    modes = ("off", "by_node", "interleave", "by_node_1h")
+    modes = [m for m in FREEBENCH_MODES if m in
+             {m for v in res.values() for m in v}]
     print(f"Teardown time, THP off, {args.nodes} nodes, {args.cpus} vCPUs, "
           f"{args.mem_gib} GiB, TCG, {args.repeat} runs each, interleaved; "
           "median (min-max) ms; off = vm.parallel_free=0, by_node = default, "
@@ -624,6 +641,31 @@ def cmd_freebench(args):
                  else "-" for m in modes[1:]]
         print(f"{what + ' ' + str(mib // 1024) + ' GiB':14}" + "".join(cells)
               + "".join(f"{x:>16}" for x in ratio))
+    name = f"free-{args.nodes}n{args.cpus}c"
+    csv = benchplot.write_csv(name, ("teardown", "mib", "mode", "run", "us"), [
+        (what, mib, mode, i, us) for (what, mib), by_mode in sorted(res.items())
+        for mode, runs in by_mode.items() for i, us in enumerate(runs)])
+    plt = benchplot.pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
+    for ax, what in zip(axes, ("munmap", "exit")):
+        sizes = sorted(mib for w, mib in res if w == what)
+        width = 0.8 / len(modes)
+        for k, m in enumerate(modes):
+            meds, lo, hi = [], [], []
+            for mib in sizes:
+                us = [u / 1000 for u in res[what, mib].get(m, [0])]
+                meds.append(statistics.median(us))
+                lo.append(meds[-1] - min(us))
+                hi.append(max(us) - meds[-1])
+            ax.bar([j + k * width for j in range(len(sizes))], meds, width,
+                   yerr=[lo, hi], capsize=3, label=m)
+        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(sizes))])
+        ax.set_xticklabels([f"{mib // 1024} GiB" for mib in sizes])
+        ax.set_title(f"{what}(), {args.nodes} nodes, {args.cpus} vCPUs")
+        ax.legend(fontsize=8)
+    axes[0].set_ylabel("teardown, ms (median, min-max)")
+    png = benchplot.save(fig, name)
+    print(f"\nCSV {csv}; plot {png}; log {path}")
     return 0
 
 
@@ -648,12 +690,24 @@ def main():
     ap.add_argument("--hotplug-seconds", type=int, default=60,
                     help="freetest: how long CPUs go offline and online "
                     "during teardowns")
+    ap.add_argument("--sizes", default="", help="freebench: teardown sizes "
+                    "in MiB, comma-separated (default 2048,4096,6144)")
+    ap.add_argument("--modes", default="", help="freebench: off, by_node, "
+                    "interleave, by_node_1h, comma-separated (default all)")
+    ap.add_argument("--log", default="", help="freebench: tables and plots "
+                    "from this saved log instead of a boot")
     ap.add_argument("--logdir", default=os.path.join(REPO, "build", "logs"))
     args = ap.parse_args()
     args.engines = [e for e in args.engines.split(",") if e]
     for e in args.engines:
         if split_spec(e)[0] not in ("rust", "padata", "serial"):
             die(f"unknown engine {e!r}: use rust, padata or serial")
+    for m in filter(None, args.modes.split(",")):
+        if m not in FREEBENCH_MODES:
+            die(f"unknown --modes entry {m!r}: use "
+                f"{', '.join(FREEBENCH_MODES)}")
+    if not re.fullmatch(r"(\d+(,\d+)*)?", args.sizes):
+        die(f"--sizes {args.sizes!r}: MiB, comma-separated")
     if args.repeat < 1 or args.nodes < 1 or args.cpus < 1:
         die("--repeat, --nodes and --cpus must be at least 1")
     os.makedirs(args.logdir, exist_ok=True)

@@ -9,7 +9,8 @@ BINDGEN_VERSION=0.73.2
 LLVM_SUFFIX=-16
 APT_PKGS=(linux-source-6.12 clang-16 lld-16 llvm-16 libclang-16-dev
 	qemu-system-x86 bc flex bison libelf-dev libssl-dev cpio make gcc
-	libc6-dev busybox-static python3 python3-ply python3-git git xz-utils)
+	libc6-dev busybox-static python3 python3-ply python3-git git xz-utils
+	python3-matplotlib)
 check_only=0
 [ "${1:-}" = "--check" ] && check_only=1
 

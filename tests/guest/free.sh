@@ -151,12 +151,16 @@ swap_on_zram() {
 		swapon /dev/zram0
 }
 
+# mtjob.free_sizes=MiB,MiB... and mtjob.free_modes=mode,mode... narrow the
+# benchmark (scripts/guest.py freebench --sizes, --modes).
 bench() {
 	reps=$(arg mtjob.free_reps)
+	sizes=$(arg mtjob.free_sizes | tr , ' ')
+	modes=$(arg mtjob.free_modes | tr , ' ')
 	for i in $(seq "${reps:-3}"); do
-		for mib in 2048 4096 6144; do
+		for mib in ${sizes:-2048 4096 6144}; do
 			for what in munmap exit; do
-				for mode in off by_node interleave by_node_1h; do
+				for mode in ${modes:-off by_node interleave by_node_1h}; do
 					h=4
 					case $mode in
 					off) p=0 n=1 ;;

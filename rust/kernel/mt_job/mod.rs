@@ -539,6 +539,12 @@ impl<'a, I: Index> Job<'a, I> {
             Affinity::Node(node) => Some(node),
             _ => None,
         };
+        // A job of one thread that the calling thread may run needs no helper: no segments,
+        // no scope, no wait, as padata runs a job of one thread. A `Node` job of another node
+        // goes on below, to a helper on that node.
+        if plan.threads == 1 && node.map_or(true, |n| n == NodeId::current()) {
+            return self.run_alone(&plan, &f);
+        }
         let whole = [Segment::new(0, plan.chunks, node)];
         let per_node = match self.affinity {
             Affinity::ByIndex(node_of) | Affinity::ByIndexStrict(node_of) => {
@@ -566,5 +572,35 @@ impl<'a, I: Index> Job<'a, I> {
             0 => (Ok(()), report),
             errno => (Err(Error::from_errno(errno)), report),
         }
+    }
+
+    /// Runs the chunks of `plan` in order on the calling thread, up to the first that fails,
+    /// counting those of a node that run off it as the threads of a larger job do.
+    fn run_alone<F>(&self, plan: &Plan, f: &F) -> (Result, Report)
+    where
+        F: Fn(Range<I>) -> Result,
+    {
+        let mut report = Report {
+            threads: 1,
+            chunks: plan.chunks,
+            off_node: 0,
+        };
+        for k in 0..plan.chunks {
+            let r = plan.range(k);
+            let node = match self.affinity {
+                Affinity::Node(node) => Some(node),
+                Affinity::ByIndex(node_of) | Affinity::ByIndexStrict(node_of) => {
+                    node_of(I::from_u64(r.start))
+                }
+                Affinity::None | Affinity::Interleave => None,
+            };
+            if node.is_some_and(|n| n != NodeId::current()) {
+                report.off_node += 1;
+            }
+            if let Err(e) = f(I::from_u64(r.start)..I::from_u64(r.end)) {
+                return (Err(e), report);
+            }
+        }
+        (Ok(()), report)
     }
 }

@@ -1,0 +1,333 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Benchmarks of the mt_job engines, side by side, in QEMU guests.
+
+  bench.py engine    one boot with mt_job_bench.run=1 (CONFIG_MT_JOB_BENCH):
+                     the same jobs on the Rust engine and on padata,
+                     alternating; per point median/min/max and the ratio
+  bench.py deferred  deferred struct page init per engine on guests of
+                     several shapes, REPEAT boots each; medians, spread,
+                     the speedup of 2 vCPUs over 1, rust/padata
+
+Each writes its table as CSV and PNG plots under build/bench/ and prints it.
+Guests, initramfs and logs are those of scripts/guest.py.
+"""
+
+import argparse
+import os
+import re
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchplot  # noqa: E402
+import guest  # noqa: E402
+
+ENGINE_RE = re.compile(
+    r"mt_job_bench: fn=(\w+) aff=(\w+) cap=(\d+) size=(\d+) reps=(\d+) "
+    r"rust_ns=(\d+)/(\d+)/(\d+) padata_ns=(\d+)/(\d+)/(\d+) "
+    r"rust/padata=[\d.]+ rust_threads=(\d+) padata_threads=(\d+)")
+ENGINE_HEAD_RE = re.compile(r"mt_job_bench: (\d+) online CPUs, (\d+) nodes")
+ENGINE_DONE_RE = re.compile(r"mt_job_bench: done \((-?\d+)\)")
+ENGINE_FIELDS = ("fn", "aff", "cap", "size", "reps", "rust_med_ns",
+                 "rust_min_ns", "rust_max_ns", "padata_med_ns",
+                 "padata_min_ns", "padata_max_ns", "rust_threads",
+                 "padata_threads")
+
+
+def shape(args):
+    return f"{args.nodes}n{args.cpus}c{args.mem_gib}g"
+
+
+def expected_points(max_size, cpus):
+    """The points the kernel's benchmark runs (kernel/mt_job_bench.c)."""
+    caps = [1, 2] + ([cpus] if cpus > 2 else [])
+    sizes, s = [], 1
+    while s <= max_size:
+        sizes.append(s)
+        s <<= 4
+    return {(f, a, c, s) for f in ("noop", "write") for a in ("none", "node")
+            for c in caps for s in sizes}
+
+
+def cmd_engine(args):
+    if guest.kconfig(args, "MT_JOB_BENCH") != "y":
+        guest.die("the kernel has no CONFIG_MT_JOB_BENCH=y: add it to "
+                  "tests/mt_job.kunitconfig (it is there by default) and "
+                  "run 'make kernel'")
+    args.timeout = max(args.timeout, 3600)
+    extra = (f"mt_job_bench.run=1 mt_job_bench.max_size={args.max_size}"
+             + (f" mt_job_bench.reps={args.reps}" if args.reps else ""))
+    r, log = guest.boot(args, "rust", extra)
+    name = f"engine-{shape(args)}" + ("-smoke" if args.smoke else "")
+    path = guest.save_log(args, f"bench-{name}.log", log)
+    rows = [tuple(x if i < 2 else int(x) for i, x in enumerate(m))
+            for m in ENGINE_RE.findall(log)]
+    head = ENGINE_HEAD_RE.search(log)
+    done = ENGINE_DONE_RE.search(log)
+    if args.smoke:
+        return engine_smoke(args, r, rows, head, done, path)
+    if not rows or not done or done.group(1) != "0":
+        what = done.group(0) if done else "no done line"
+        guest.die(f"the benchmark did not finish ({what}); see {path}")
+    csv = benchplot.write_csv(name, ENGINE_FIELDS, rows)
+    print(f"mt_job_run() (Rust engine) against padata_do_multithreaded(), "
+          f"one boot, {args.nodes} nodes, {args.cpus} vCPUs, TCG; align 1, "
+          "min_chunk 1; times per job in us, median (min-max) over the "
+          "repetitions; rust/padata below 1 means Rust is faster:")
+    print(f"{'fn':5} {'aff':4} {'cap':>3} {'size':>8} {'reps':>4} "
+          f"{'rust us':>22} {'padata us':>22} {'rust/padata':>11} "
+          f"{'thr r/p':>7}")
+    worse = []
+    for (fn, aff, cap, size, reps, rm, rlo, rhi, pm, plo, phi, rt,
+         pt) in rows:
+        ratio = rm / max(pm, 1)
+        if ratio > 1:
+            worse.append((fn, aff, cap, size, ratio))
+        rust = f"{rm / 1e3:.1f} ({rlo / 1e3:.1f}-{rhi / 1e3:.1f})"
+        padata = f"{pm / 1e3:.1f} ({plo / 1e3:.1f}-{phi / 1e3:.1f})"
+        print(f"{fn:5} {aff:4} {cap:>3} {size:>8} {reps:>4} {rust:>22} "
+              f"{padata:>22} {ratio:>11.2f} {rt:>3}/{pt:<3}")
+    alone = [r for r in rows if r[3] == 1 or r[2] == 1]
+    print(f"\njobs the caller runs alone (size 1 or cap 1): {len(alone)} "
+          f"points, Rust engine threads {sorted({r[11] for r in alone})} "
+          "(1: no helper queued)")
+    print(f"points where the Rust median is above padata's: {len(worse)} of "
+          f"{len(rows)}" + "".join(
+              f"\n  {fn} {aff} cap {cap} size {size}: {ratio:.2f}"
+              for fn, aff, cap, size, ratio in worse))
+    plot_engine(name, rows, args)
+    print(f"\nCSV {csv}; plots {benchplot.OUTDIR}/{name}-*.png; log {path}")
+    return 0
+
+
+def engine_smoke(args, r, rows, head, done, path):
+    """make check: the benchmark runs every point and reports sane values."""
+    check = guest.Checks()
+    check(r["ok"] and not r["bad"], f"the benchmark guest booted and ran "
+          f"cleanly ({r['wall']:.1f} s; log {path})"
+          + (f": {r['bad'][0]}" if r["bad"] else ""))
+    check(done is not None and done.group(1) == "0",
+          f"the benchmark finished: {done.group(0) if done else 'no line'}")
+    cpus = int(head.group(1)) if head else args.cpus
+    want = expected_points(args.max_size, cpus)
+    got = {row[:4] for row in rows}
+    check(got == want, f"one line per point: {len(got)} of {len(want)}"
+          + (f", missing {sorted(want - got)[:4]}" if want - got else ""))
+    check(all(row[4] == args.reps for row in rows),
+          f"{args.reps} repetitions per point")
+    check(all(0 < row[6] <= row[5] <= row[7] and
+              0 < row[9] <= row[8] <= row[10] for row in rows),
+          "min <= median <= max, all above 0 ns")
+    check(all(1 <= row[11] <= row[2] for row in rows),
+          "the Rust engine used between 1 and cap threads")
+    check(all(row[11] == 1 for row in rows if row[3] == 1 or row[2] == 1),
+          "jobs of one index or capped at 1 ran on the caller alone")
+    return check.finish("enginebench-smoke")
+
+
+def plot_engine(name, rows, args):
+    plt = benchplot.pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    for ax, fn in zip(axes, ("noop", "write")):
+        for aff in ("none", "node"):
+            for cap in sorted({r[2] for r in rows}):
+                pts = sorted((r[3], r[5] / max(r[8], 1)) for r in rows
+                             if r[0] == fn and r[1] == aff and r[2] == cap)
+                if pts:
+                    ax.plot(*zip(*pts), marker="o",
+                            linestyle="-" if aff == "none" else "--",
+                            label=f"{aff}, cap {cap}")
+        ax.axhline(1, color="grey", linewidth=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("job size (indices)")
+        ax.set_title(f"chunk function: {fn}")
+        ax.legend(fontsize=8)
+    axes[0].set_ylabel("median time, rust / padata")
+    fig.suptitle(f"mt_job_run() vs padata, {args.nodes} nodes, {args.cpus} "
+                 "vCPUs (TCG)")
+    benchplot.save(fig, f"{name}-ratio")
+
+    big = max(r[3] for r in rows)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for ax, aff in zip(axes, ("none", "node")):
+        for eng, col in (("rust", 5), ("padata", 8)):
+            pts = sorted((r[2], r[col] / 1e3) for r in rows
+                         if r[0] == "write" and r[1] == aff and r[3] == big)
+            if pts:
+                ax.plot(*zip(*pts), marker="o", label=eng)
+        ax.set_xlabel("thread cap (caller included)")
+        ax.set_ylabel("median us per job")
+        ax.set_title(f"write 64 B/index, {big} indices, affinity {aff}")
+        ax.legend()
+    benchplot.save(fig, f"{name}-threads")
+
+
+# Guest shapes of 'deferred': nodes x vCPUs x GiB.  The first three fit the
+# 2-core host (vCPUs <= 2); the last is the oversubscribed guest of 'make run'.
+DEFERRED_GUESTS = "1x1x16,1x2x16,2x2x16,2x4x8"
+
+
+def cmd_deferred(args):
+    guests = []
+    for g in args.guests.split(","):
+        m = re.fullmatch(r"(\d+)x(\d+)x(\d+)", g)
+        if not m:
+            guest.die(f"--guests entry {g!r}: NODESxVCPUSxGIB, e.g. 1x2x16")
+        guests.append(tuple(map(int, m.groups())))
+    rows, res = [], {}
+    for nodes, cpus, mem in guests:
+        args.nodes, args.cpus, args.mem_gib = nodes, cpus, mem
+        # Engines alternate boot by boot, so that drift hits all of them.
+        for i in range(args.repeat):
+            for spec in args.engines:
+                r, log = guest.boot(args, spec)
+                tag = f"{nodes}x{cpus}x{mem}-{spec.replace(':', '-')}-{i}"
+                path = guest.save_log(args, f"bench-deferred-{tag}.log", log)
+                if not r["ok"] or not r["nodes"]:
+                    guest.die(f"{spec} on {nodes}x{cpus}x{mem} did not boot "
+                              f"or report deferred init; see {path}")
+                res.setdefault((nodes, cpus, mem), {}).setdefault(
+                    spec, []).append(r)
+                for node, n in sorted(r["nodes"].items()):
+                    rows.append((f"{nodes}x{cpus}x{mem}", spec, i, node,
+                                 n["pages"], n["threads"], n["engine"],
+                                 n["us"]))
+            print(f"{nodes}x{cpus}x{mem}: boot {i + 1} of {args.repeat} "
+                  "done", file=sys.stderr, flush=True)
+    csv = benchplot.write_csv("deferred", ("guest", "engine", "boot", "node",
+                                           "pages", "threads", "ran_on",
+                                           "us"), rows)
+    print(f"Deferred struct page init, {args.repeat} boots per engine and "
+          "guest (TCG, 2 host cores), engines alternating; the time of a "
+          "boot is its slowest node's (nodes run at once); us:")
+    print(f"{'guest (nodes x vCPUs x GiB)':28} {'engine':26} {'threads':>7} "
+          f"{'median':>8} {'min':>8} {'max':>8}   per node medians")
+    med = {}
+    for g, by_spec in res.items():
+        for spec, runs in by_spec.items():
+            us = [max(n["us"] for n in r["nodes"].values()) for r in runs]
+            med[g, spec] = statistics.median(us)
+            thr = sorted({n["threads"] for r in runs
+                          for n in r["nodes"].values()})
+            per = " ".join(
+                f"{node}:"
+                f"{statistics.median(r['nodes'][node]['us'] for r in runs):.0f}"
+                for node in sorted(runs[0]["nodes"]))
+            print(f"{'x'.join(map(str, g)):28} {spec:26} "
+                  f"{','.join(map(str, thr)):>7} {med[g, spec]:>8.0f} "
+                  f"{min(us):>8} {max(us):>8}   {per}")
+            pages = {tuple(sorted((k, v['pages'] + v['grown'])
+                                  for k, v in r['nodes'].items()))
+                     for r in runs}
+            if len(pages) != 1:
+                print(f"  note: pages per node differ between boots: {pages}")
+    print()
+    for g in res:
+        if "rust" in res[g] and "padata" in res[g]:
+            print(f"{'x'.join(map(str, g))}: rust/padata "
+                  f"{med[g, 'rust'] / med[g, 'padata']:.2f}")
+    one = {(n, c, m) for n, c, m in res if n == 1}
+    for n, c, m in sorted(one):
+        if c == 1 and (1, 2, m) in one:
+            for spec in args.engines:
+                if (((1, 1, m), spec) in med and ((1, 2, m), spec) in med):
+                    print(f"1 node x {m} GiB, {spec}: 2 vCPUs "
+                          f"{med[(1, 1, m), spec] / med[(1, 2, m), spec]:.2f}x "
+                          "faster than 1")
+    plot_deferred(res, med, args)
+    print(f"\nCSV {csv}; plots {benchplot.OUTDIR}/deferred-*.png; logs "
+          f"{args.logdir}/bench-deferred-*.log")
+    return 0
+
+
+def plot_deferred(res, med, args):
+    plt = benchplot.pyplot()
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    gs = list(res)
+    width = 0.8 / max(len(args.engines), 1)
+    for k, spec in enumerate(args.engines):
+        xs, ys, lo, hi = [], [], [], []
+        for j, g in enumerate(gs):
+            runs = res[g].get(spec)
+            if not runs:
+                continue
+            us = [max(n["us"] for n in r["nodes"].values()) / 1e3
+                  for r in runs]
+            m = statistics.median(us)
+            xs.append(j + k * width)
+            ys.append(m)
+            lo.append(m - min(us))
+            hi.append(max(us) - m)
+        ax.bar(xs, ys, width, yerr=[lo, hi], capsize=3, label=spec)
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(gs))])
+    ax.set_xticklabels([f"{n} node(s), {c} vCPU(s), {m} GiB"
+                        for n, c, m in gs], fontsize=8)
+    ax.set_ylabel("deferred init, ms (median, min-max)")
+    ax.legend(fontsize=8)
+    benchplot.save(fig, "deferred-guests")
+
+    one = sorted(g for g in res if g[0] == 1)
+    if len({c for _, c, _ in one}) > 1:
+        fig, ax = plt.subplots(figsize=(6, 4.5))
+        for spec in args.engines:
+            pts = [(c, med[g, spec] / 1e3) for g in one
+                   for _, c, _ in [g] if (g, spec) in med]
+            if pts:
+                ax.plot(*zip(*pts), marker="o", label=spec)
+        ax.set_xlabel("vCPUs (1 node)")
+        ax.set_ylabel("deferred init, median ms")
+        ax.set_xticks(sorted({c for _, c, _ in one}))
+        ax.legend(fontsize=8)
+        benchplot.save(fig, "deferred-threads")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("command", choices=("engine", "deferred"))
+    ap.add_argument("--kbuild", default=os.path.join(guest.REPO, "build",
+                                                     "kbuild"))
+    ap.add_argument("--mem", dest="mem_gib", type=int, default=8,
+                    help="engine: guest memory in GiB")
+    ap.add_argument("--cpus", type=int, default=2, help="engine: vCPUs")
+    ap.add_argument("--nodes", type=int, default=2, help="engine: nodes")
+    ap.add_argument("--max-size", type=int, default=1 << 24,
+                    help="engine: largest job, indices (sizes go up by 16x "
+                    "from 1)")
+    ap.add_argument("--reps", type=int, default=0, help="engine: repetitions "
+                    "per point (default: the kernel's, 100 down to 9)")
+    ap.add_argument("--smoke", action="store_true", help="engine: check "
+                    "that every point runs (make check), no table")
+    ap.add_argument("--guests", default=DEFERRED_GUESTS,
+                    help="deferred: NODESxVCPUSxGIB,... (default "
+                    f"{DEFERRED_GUESTS})")
+    ap.add_argument("--engines",
+                    default="rust,padata,serial,rust:mt_job.max_threads=1",
+                    help="deferred: engine specs as for scripts/guest.py")
+    ap.add_argument("--repeat", type=int, default=9,
+                    help="deferred: boots per engine and guest")
+    ap.add_argument("--append", default="", help="extra kernel parameters")
+    ap.add_argument("--accel", choices=("tcg", "kvm"), default="tcg")
+    ap.add_argument("--timeout", type=int, default=300, help="seconds a boot")
+    ap.add_argument("--logdir", default=os.path.join(guest.REPO, "build",
+                                                     "logs"))
+    args = ap.parse_args()
+    args.engines = [e for e in args.engines.split(",") if e]
+    for e in args.engines:
+        if guest.split_spec(e)[0] not in ("rust", "padata", "serial"):
+            guest.die(f"unknown engine {e!r}: use rust, padata or serial")
+    if args.repeat < 1 or args.max_size < 1 or args.reps < 0:
+        guest.die("--repeat and --max-size must be at least 1, --reps 0 "
+                  "or more")
+    if args.smoke and not args.reps:
+        args.reps = 3
+    os.makedirs(args.logdir, exist_ok=True)
+    args.initrd = os.path.join(os.path.dirname(args.logdir), "initramfs.cpio")
+    guest.make_initramfs(args.kbuild, args.initrd)
+    sys.exit({"engine": cmd_engine, "deferred": cmd_deferred}[args.command](
+        args))
+
+
+if __name__ == "__main__":
+    main()
