@@ -16,6 +16,7 @@ const CHUNKS_PER_THREAD: u64 = 4;
 
 /// How a job's range is cut into chunks and how many threads work on it.
 ///
+/// A job of one thread is one chunk, the whole range.
 /// Chunk 0 is `start..first`; chunk `k > 0` is `first + (k - 1) * chunk` plus `chunk` indices,
 /// clipped to `end`. `first` is the first multiple of `chunk` above `start`, and `chunk` is a
 /// multiple of the alignment, so every inner boundary is aligned.
@@ -60,6 +61,17 @@ impl Plan {
         }
         if !cfg!(CONFIG_SMP) {
             threads = 1;
+        }
+        if threads == 1 {
+            // Nobody to balance the load with: one chunk, as padata calls a job of one thread.
+            return Self {
+                start,
+                end,
+                first: end,
+                chunk: size,
+                chunks: 1,
+                threads: 1,
+            };
         }
         let chunk = (size / threads.saturating_mul(CHUNKS_PER_THREAD))
             .max(job.min_chunk)
