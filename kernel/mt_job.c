@@ -27,7 +27,6 @@
 #include <linux/overflow.h>
 #include <linux/padata.h>
 #include <linux/string.h>
-#include <linux/topology.h>
 
 #include "mt_job_internal.h"
 
@@ -225,38 +224,6 @@ bool mt_job_may_use_helpers(bool nowait)
 	       READ_ONCE(mt_job_max_threads) != 1;
 }
 
-/*
- * A job of one thread by padata's count (fewer than two units of
- * max(min_chunk, align), or max_threads 1) is one call on the calling thread
- * with every engine, as padata_do_multithreaded() runs such a job; unless it
- * must run on a node the caller is not on.
- */
-static bool mt_job_one_call(struct mt_job *job)
-{
-	unsigned long units = job->size / max(job->min_chunk, job->align);
-
-	if (units >= 2 && job->max_threads >= 2)
-		return false;
-	if (job->affinity == MT_JOB_AFFINITY_NODE)
-		return job->node == numa_node_id();
-	return true;
-}
-
-static int mt_job_run_one_call(struct mt_job *job)
-{
-	int node;
-
-	job->nr_threads = 1;
-	if (job->affinity == MT_JOB_AFFINITY_BY_INDEX ||
-	    job->affinity == MT_JOB_AFFINITY_BY_INDEX_STRICT) {
-		node = job->node_of(job->start, job->fn_arg);
-		if (node >= 0 && node < MAX_NUMNODES && node_possible(node) &&
-		    node != numa_node_id())
-			job->nr_off_node = 1;
-	}
-	return mt_job_chunk(job, job->start, job->start + job->size);
-}
-
 /**
  * __mt_job_run() - run a multithreaded job, see mt_job_run()
  * @job: the job
@@ -285,12 +252,8 @@ int __mt_job_run(struct mt_job *job, struct lock_class_key *keys,
 	if (cap > 0)
 		job->max_threads = min(job->max_threads, cap);
 
-	if (mt_job_one_call(job)) {
-		ret = mt_job_run_one_call(job);
-		ran = true;
-	} else if (job->engine == MT_JOB_ENGINE_PADATA) {
+	if (job->engine == MT_JOB_ENGINE_PADATA)
 		ret = mt_job_try_padata(job, &ran);
-	}
 	if (!ran && job->engine != MT_JOB_ENGINE_SERIAL &&
 	    IS_ENABLED(CONFIG_MT_JOB_RUST)) {
 		ret = mt_job_rust_run(job, keys, class_name);

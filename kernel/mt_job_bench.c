@@ -10,39 +10,49 @@
  *	rust_threads=T padata_threads=P
  *
  * F is "noop" (a chunk function that returns at once: the engines' own cost)
- * or "write" (64 bytes written per index into a buffer of the index's node,
- * the shape of struct page init).  A is "none" (mt_job
+ * or "write" (64 bytes written per index into its own slot of a buffer on
+ * the index's node, mapped with huge pages where it can be: the shape of
+ * struct page init in a vmemmap).  A is "none" (mt_job
  * MT_JOB_AFFINITY_NONE against padata without numa_aware) or "node"
  * (MT_JOB_AFFINITY_BY_INDEX, the range cut evenly over the nodes with
  * memory, against padata's numa_aware).  C is the thread cap, caller
  * included: 1, 2 and the online CPUs.  Times are per job, in ns
- * (ktime_get_ns()), over R repetitions per engine; T is the most threads
- * the Rust engine reported, P the helpers padata was asked for.
+ * (ktime_get_ns()), over R repetitions per engine; T is the fewest-most
+ * threads the Rust engine reported (helpers that started, and the caller),
+ * P the threads padata was asked for (it does not say how many started).
  *
  * Both engines get the same job: align 1, min_chunk 1, start 0; the Rust
- * engine through mt_job_run(), as callers reach it, padata directly.  Indices
- * more than 2^18 apart write the same slot of their node's buffer; chunks
- * are contiguous, so threads rarely do so at once, and the bytes written do
- * not matter.
+ * engine through mt_job_run(), as callers reach it, padata directly.  A
+ * boot-time "mt_job.max_threads=" cap would apply to the Rust engine only:
+ * do not boot the benchmark with it.  Run it on a kernel without lockdep and
+ * debug objects (make bench-engine builds one): both cost the engines
+ * unequally.
  */
 
+#define pr_fmt(fmt) "mt_job_bench: " fmt
+
+
+#include <linux/bits.h>
 #include <linux/init.h>
 #include <linux/ktime.h>
+#include <linux/limits.h>
+#include <linux/math.h>
 #include <linux/math64.h>
 #include <linux/minmax.h>
 #include <linux/moduleparam.h>
 #include <linux/mt_job.h>
 #include <linux/nodemask.h>
 #include <linux/padata.h>
+#include <linux/pgtable.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
 #include <linux/string.h>
 #include <linux/vmalloc.h>
 
-/* Per node, a buffer of 2^18 slots of 64 bytes (16 MiB): larger than caches. */
+/* Bytes written per index by the "write" chunk function. */
 #define BENCH_SLOT_SHIFT	6
-#define BENCH_SLOTS		(1UL << 18)
-#define BENCH_BUF_SIZE		(BENCH_SLOTS << BENCH_SLOT_SHIFT)
+/* The largest job: 2^28 indices, 16 GiB of slots. */
+#define BENCH_MAX_SIZE		BIT(28)
 
 static bool bench_run __initdata;
 module_param_named(run, bench_run, bool, 0);
@@ -50,7 +60,7 @@ MODULE_PARM_DESC(run, "Run the benchmark at boot (default: no)");
 
 static unsigned long bench_max_size __initdata = 1UL << 24;
 module_param_named(max_size, bench_max_size, ulong, 0);
-MODULE_PARM_DESC(max_size, "Largest job in indices (default 16M)");
+MODULE_PARM_DESC(max_size, "Largest job in indices (default 16M, at most 256M; 64 bytes of buffer each)");
 
 static unsigned int bench_reps __initdata;
 module_param_named(reps, bench_reps, uint, 0);
@@ -60,14 +70,19 @@ struct bench {
 	unsigned long size;
 	int nr_nodes;
 	int nid[MAX_NUMNODES];
-	u8 *buf[MAX_NUMNODES];
+	u8 *buf[MAX_NUMNODES];	/* a slot per index of the node's share */
 };
 
 /* The node slot of @index: the range [0, size) is cut evenly over nodes. */
-static inline int __init bench_slot(const struct bench *b, unsigned long index)
+static int __init bench_slot(const struct bench *b, unsigned long index)
 {
 	return min_t(unsigned long, index / max(b->size / b->nr_nodes, 1UL),
 		     b->nr_nodes - 1);
+}
+
+static unsigned long __init bench_slot_start(const struct bench *b, int slot)
+{
+	return slot * max(b->size / b->nr_nodes, 1UL);
 }
 
 static unsigned long __init bench_slot_end(const struct bench *b, int slot)
@@ -90,12 +105,13 @@ static int __init bench_write(unsigned long start, unsigned long end,
 
 	while (i < end) {
 		int slot = bench_slot(b, i);
+		unsigned long first = bench_slot_start(b, slot);
 		unsigned long stop = min(end, bench_slot_end(b, slot));
 		u8 *buf = b->buf[slot];
 
 		for (; i < stop; i++)
-			memset(buf + ((i & (BENCH_SLOTS - 1)) << BENCH_SLOT_SHIFT),
-			       i, 1 << BENCH_SLOT_SHIFT);
+			memset(buf + ((i - first) << BENCH_SLOT_SHIFT), i,
+			       1 << BENCH_SLOT_SHIFT);
 	}
 	return 0;
 }
@@ -127,7 +143,8 @@ struct bench_point {
 	unsigned int reps;
 	u64 *rust_ns;
 	u64 *padata_ns;
-	int rust_threads;
+	int rust_min_threads;
+	int rust_max_threads;
 };
 
 static int __init bench_one_rust(struct bench *b, struct bench_point *p,
@@ -153,11 +170,12 @@ static int __init bench_one_rust(struct bench *b, struct bench_point *p,
 	if (ret)
 		return ret;
 	if (job.engine != MT_JOB_ENGINE_RUST) {
-		pr_err("mt_job_bench: mt_job_run() used the %s engine: boot with mt_job.engine=rust\n",
+		pr_err("mt_job_run() used the %s engine: boot with mt_job.engine=rust\n",
 		       mt_job_engine_name(job.engine));
 		return -EINVAL;
 	}
-	p->rust_threads = max(p->rust_threads, job.nr_threads);
+	p->rust_min_threads = min(p->rust_min_threads, job.nr_threads);
+	p->rust_max_threads = max(p->rust_max_threads, job.nr_threads);
 	return 0;
 }
 
@@ -207,7 +225,8 @@ static int __init bench_point(struct bench *b, struct bench_point *p)
 	if (ret)
 		return ret;
 	bench_one_padata(b, p, &p->padata_ns[0]);
-	p->rust_threads = 0;
+	p->rust_min_threads = INT_MAX;
+	p->rust_max_threads = 0;
 	/* Alternate which engine goes first, so that drift hits both. */
 	for (r = 0; r < p->reps; r++) {
 		if (r & 1)
@@ -223,11 +242,11 @@ static int __init bench_point(struct bench *b, struct bench_point *p)
 	bench_stats(p->padata_ns, p->reps, ps, sizeof(ps));
 	rmed = p->rust_ns[p->reps / 2];
 	pmed = max(p->padata_ns[p->reps / 2], 1ULL);
-	pr_info("mt_job_bench: fn=%s aff=%s cap=%d size=%lu reps=%u rust_ns=%s padata_ns=%s rust/padata=%llu.%03llu rust_threads=%d padata_threads=%lu\n",
+	pr_info("fn=%s aff=%s cap=%d size=%lu reps=%u rust_ns=%s padata_ns=%s rust/padata=%llu.%03llu rust_threads=%d-%d padata_threads=%lu\n",
 		p->write ? "write" : "noop", p->node ? "node" : "none", p->cap,
 		b->size, p->reps, rs, ps, div64_u64(rmed, pmed),
-		div64_u64(rmed * 1000, pmed) % 1000, p->rust_threads,
-		min_t(unsigned long, b->size, p->cap));
+		div64_u64(rmed * 1000, pmed) % 1000, p->rust_min_threads,
+		p->rust_max_threads, min_t(unsigned long, b->size, p->cap));
 	return 0;
 }
 
@@ -252,6 +271,7 @@ static int __init bench_all(struct bench *b)
 		goto out;
 	}
 	for (b->size = 1; b->size <= bench_max_size; b->size <<= 4) {
+		/* Sizes go up 16 times; the parameter is at most 2^28. */
 		for (w = 0; w < 2; w++) {
 			for (n = 0; n < 2; n++) {
 				for (c = 0; c < ARRAY_SIZE(caps); c++) {
@@ -277,32 +297,43 @@ out:
 
 static int __init mt_job_bench_init(void)
 {
+	unsigned long bytes;
 	struct bench *b;
 	int nid, ret = 0;
 
 	if (!bench_run)
 		return 0;
+	if (!bench_max_size || bench_max_size > BENCH_MAX_SIZE) {
+		pr_err("max_size=%lu: 1 to %lu indices\n", bench_max_size,
+		       BENCH_MAX_SIZE);
+		return -EINVAL;
+	}
 	b = kzalloc(sizeof(*b), GFP_KERNEL);
 	if (!b)
 		return -ENOMEM;
+	b->nr_nodes = num_node_state(N_MEMORY);
+	/* The last node's share is the largest: at most nodes - 1 more. */
+	bytes = (bench_max_size / b->nr_nodes + b->nr_nodes) << BENCH_SLOT_SHIFT;
+	b->nr_nodes = 0;
 	for_each_node_state(nid, N_MEMORY) {
-		b->buf[b->nr_nodes] = vmalloc_node(BENCH_BUF_SIZE, nid);
+		/* Huge mappings where possible, as the vmemmap has. */
+		b->buf[b->nr_nodes] = __vmalloc_node_range(bytes, 1,
+				VMALLOC_START, VMALLOC_END, GFP_KERNEL,
+				PAGE_KERNEL, VM_ALLOW_HUGE_VMAP, nid,
+				__builtin_return_address(0));
 		if (!b->buf[b->nr_nodes]) {
+			pr_err("no %lu bytes for node %d\n", bytes, nid);
 			ret = -ENOMEM;
 			goto out;
 		}
-		/* Fault nothing in during the runs. */
-		memset(b->buf[b->nr_nodes], 0, BENCH_BUF_SIZE);
+		/* The pages are there; warm the caches and TLB once. */
+		memset(b->buf[b->nr_nodes], 0, bytes);
 		b->nid[b->nr_nodes++] = nid;
 	}
-	if (!b->nr_nodes) {
-		ret = -ENODEV;
-		goto out;
-	}
-	pr_info("mt_job_bench: %d online CPUs, %d nodes with memory, sizes 1 to %lu\n",
+	pr_info("%d online CPUs, %d nodes with memory, sizes 1 to %lu\n",
 		num_online_cpus(), b->nr_nodes, bench_max_size);
 	ret = bench_all(b);
-	pr_info("mt_job_bench: done (%d)\n", ret);
+	pr_info("done (%d)\n", ret);
 out:
 	for (nid = 0; nid < b->nr_nodes; nid++)
 		vfree(b->buf[nid]);

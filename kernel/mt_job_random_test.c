@@ -9,9 +9,9 @@
 
 #include <kunit/test.h>
 #include <linux/atomic.h>
+#include <linux/bits.h>
 #include <linux/completion.h>
 #include <linux/kthread.h>
-#include <linux/mm.h>
 #include <linux/limits.h>
 #include <linux/minmax.h>
 #include <linux/moduleparam.h>
@@ -30,8 +30,7 @@ static unsigned int jobs = 10000;
 module_param(jobs, uint, 0444);
 MODULE_PARM_DESC(jobs, "Random jobs per case (the concurrent case splits them over its kthreads)");
 
-#define RANDOM_MAX_SIZE		(1UL << 16)
-#define RANDOM_MAX_CHUNKS	512
+#define RANDOM_MAX_SIZE		BIT(16)
 #define RANDOM_KTHREADS		8
 /* Failures described in detail per case; the rest are only counted. */
 #define RANDOM_REPORTS		5
@@ -56,7 +55,8 @@ struct random_ctx {
 	atomic_t *counts;		/* calls per index of the job */
 	spinlock_t lock;
 	unsigned int nr_chunks;
-	struct random_chunk chunks[RANDOM_MAX_CHUNKS];
+	unsigned int max_chunks;	/* entries of chunks */
+	struct random_chunk *chunks;
 	atomic_t active;
 	atomic_t max_active;
 	/* Results. */
@@ -100,13 +100,14 @@ static int random_fn(unsigned long start, unsigned long end, void *arg)
 	       !atomic_try_cmpxchg(&c->max_active, &seen, active))
 		;
 	spin_lock(&c->lock);
-	if (c->nr_chunks < RANDOM_MAX_CHUNKS) {
+	if (c->nr_chunks < c->max_chunks) {
 		c->chunks[c->nr_chunks].start = start;
 		c->chunks[c->nr_chunks].end = end;
 	}
 	c->nr_chunks++;
 	spin_unlock(&c->lock);
-	for (i = start; i < end; i++)
+	/* Only indices of the job: a chunk out of range is reported later. */
+	for (i = start; i < end && i - c->job.start < c->job.size; i++)
 		atomic_inc(&c->counts[i - c->job.start]);
 	atomic_dec(&c->active);
 	return c->fail_at - start < end - start ? -EIO : 0;
@@ -137,7 +138,7 @@ static void random_job(struct random_ctx *c)
 		.align		= align,
 		.min_chunk	= rnd_below(c, 2) ? rnd_below(c, size + 1) : 0,
 		.max_threads	= 1 + rnd_below(c, num_online_cpus() + 2),
-		.affinity	= rnd_below(c, 5),
+		.affinity	= rnd_below(c, MT_JOB_AFFINITY_BY_INDEX_STRICT + 1),
 		.node		= first_node(node_states[N_POSSIBLE]),
 		.node_of	= random_node_of,
 		.name		= "mt_job_random_test",
@@ -154,12 +155,6 @@ static void random_job(struct random_ctx *c)
 	c->fail_at = size && !rnd_below(c, 10) ? start + rnd_below(c, size) :
 						 ULONG_MAX;
 	/* ULONG_MAX is never an index: a job ends at most there. */
-}
-
-static bool node_boundary(struct random_ctx *c, unsigned long i)
-{
-	return i > c->job.start &&
-	       random_node_of(i, c) != random_node_of(i - 1, c);
 }
 
 /* Counts a broken promise, describes the first few; returns false. */
@@ -212,8 +207,11 @@ static bool random_one(struct random_ctx *c, unsigned int n)
 		return random_report(c, n, "an index never ran", ret);
 	if (injected && !atomic_read(&c->counts[c->fail_at - j->start]))
 		return random_report(c, n, "the failing index never ran", ret);
-	if (c->nr_chunks > RANDOM_MAX_CHUNKS)
+	if (c->nr_chunks > c->max_chunks)
 		return random_report(c, n, "more chunks than recorded", ret);
+	/* A job of one thread is one chunk, the whole range, as padata. */
+	if (j->size && j->max_threads == 1 && c->nr_chunks != 1)
+		return random_report(c, n, "one thread but not one chunk", ret);
 	for (k = 0; k < c->nr_chunks; k++) {
 		struct random_chunk *ch = &c->chunks[k];
 
@@ -224,16 +222,17 @@ static bool random_one(struct random_ctx *c, unsigned int n)
 		    (ch->end != end && ch->end % j->align))
 			return random_report(c, n, "an unaligned boundary", ret);
 		if (ch->start != j->start && ch->end != end &&
-		    ch->end - ch->start < j->min_chunk &&
-		    !node_boundary(c, ch->start) && !node_boundary(c, ch->end))
+		    ch->end - ch->start < j->min_chunk)
 			return random_report(c, n, "an inner chunk below min_chunk",
 					     ret);
 	}
 	if (atomic_read(&c->max_active) > j->max_threads ||
 	    (j->size && (j->nr_threads < 1 || j->nr_threads > j->max_threads)))
 		return random_report(c, n, "more threads than the cap", ret);
-	if (j->nr_off_node > c->nr_chunks)
-		return random_report(c, n, "more chunks off node than chunks",
+	if (j->nr_off_node > c->nr_chunks ||
+	    (j->nr_off_node && (j->affinity == MT_JOB_AFFINITY_NONE ||
+				j->affinity == MT_JOB_AFFINITY_INTERLEAVE)))
+		return random_report(c, n, "chunks off a node they do not have",
 				     ret);
 	return true;
 }
@@ -250,6 +249,15 @@ static struct random_ctx *random_ctx(struct kunit *test, int id,
 	KUNIT_ASSERT_NOT_NULL(test, c->counts);
 	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, random_kvfree,
 							c->counts), 0);
+	/*
+	 * chunk = size / (threads * 4) rounded down, so up to 8 chunks per
+	 * thread (size 25 on 4 threads: chunks of 1) and the ends; threads
+	 * are at most the CPUs.
+	 */
+	c->max_chunks = 8 * num_possible_cpus() + 8;
+	c->chunks = kunit_kcalloc(test, c->max_chunks, sizeof(*c->chunks),
+				  GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, c->chunks);
 	c->id = id;
 	c->seed = seed + id;
 	c->nr_jobs = nr_jobs;
@@ -341,6 +349,7 @@ static struct kunit_suite mt_job_random_test_suite = {
 	.name = "mt_job_random",
 	.test_cases = mt_job_random_test_cases,
 };
+
 kunit_test_suite(mt_job_random_test_suite);
 
 MODULE_DESCRIPTION("Randomized KUnit tests of mt_job_run()");

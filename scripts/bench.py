@@ -26,13 +26,16 @@ import guest  # noqa: E402
 ENGINE_RE = re.compile(
     r"mt_job_bench: fn=(\w+) aff=(\w+) cap=(\d+) size=(\d+) reps=(\d+) "
     r"rust_ns=(\d+)/(\d+)/(\d+) padata_ns=(\d+)/(\d+)/(\d+) "
-    r"rust/padata=[\d.]+ rust_threads=(\d+) padata_threads=(\d+)")
+    r"rust/padata=[\d.]+ rust_threads=(\d+)-(\d+) padata_threads=(\d+)")
 ENGINE_HEAD_RE = re.compile(r"mt_job_bench: (\d+) online CPUs, (\d+) nodes")
 ENGINE_DONE_RE = re.compile(r"mt_job_bench: done \((-?\d+)\)")
 ENGINE_FIELDS = ("fn", "aff", "cap", "size", "reps", "rust_med_ns",
                  "rust_min_ns", "rust_max_ns", "padata_med_ns",
-                 "padata_min_ns", "padata_max_ns", "rust_threads",
-                 "padata_threads")
+                 "padata_min_ns", "padata_max_ns", "rust_min_threads",
+                 "rust_max_threads", "padata_threads")
+# A median within this fraction of the other engine's is a tie: TCG's
+# run-to-run jitter (the same code differs by more between boots).
+TIE = 0.05
 
 
 def shape(args):
@@ -55,6 +58,9 @@ def cmd_engine(args):
         guest.die("the kernel has no CONFIG_MT_JOB_BENCH=y: add it to "
                   "tests/mt_job.kunitconfig (it is there by default) and "
                   "run 'make kernel'")
+    if "mt_job.max_threads" in args.append:
+        guest.die("mt_job.max_threads= would cap the Rust engine only: the "
+                  "benchmark sets each job's cap itself")
     args.timeout = max(args.timeout, 3600)
     extra = (f"mt_job_bench.run=1 mt_job_bench.max_size={args.max_size}"
              + (f" mt_job_bench.reps={args.reps}" if args.reps else ""))
@@ -71,30 +77,38 @@ def cmd_engine(args):
         what = done.group(0) if done else "no done line"
         guest.die(f"the benchmark did not finish ({what}); see {path}")
     csv = benchplot.write_csv(name, ENGINE_FIELDS, rows)
+    debug = [o for o in ("PROVE_LOCKING", "DEBUG_OBJECTS", "KASAN", "KCSAN")
+             if guest.kconfig(args, o) == "y"]
     print(f"mt_job_run() (Rust engine) against padata_do_multithreaded(), "
-          f"one boot, {args.nodes} nodes, {args.cpus} vCPUs, TCG; align 1, "
-          "min_chunk 1; times per job in us, median (min-max) over the "
-          "repetitions; rust/padata below 1 means Rust is faster:")
+          f"one boot, {args.nodes} nodes, {args.cpus} vCPUs, "
+          f"{args.accel.upper()} on {os.cpu_count()} host CPUs, kernel "
+          f"{args.kbuild}" + (f" WITH {', '.join(debug)}" if debug else
+                              " without lockdep/debug objects")
+          + "; align 1, min_chunk 1; times per job in us, median (min-max) "
+          "over the repetitions; rust/padata below 1 means Rust is faster; "
+          "threads: Rust fewest-most that worked, padata asked for:")
     print(f"{'fn':5} {'aff':4} {'cap':>3} {'size':>8} {'reps':>4} "
           f"{'rust us':>22} {'padata us':>22} {'rust/padata':>11} "
-          f"{'thr r/p':>7}")
-    worse = []
-    for (fn, aff, cap, size, reps, rm, rlo, rhi, pm, plo, phi, rt,
+          f"{'threads r/p':>11}")
+    worse, better = [], 0
+    for (fn, aff, cap, size, reps, rm, rlo, rhi, pm, plo, phi, rt0, rt1,
          pt) in rows:
         ratio = rm / max(pm, 1)
-        if ratio > 1:
+        if ratio > 1 + TIE:
             worse.append((fn, aff, cap, size, ratio))
+        better += ratio < 1 - TIE
         rust = f"{rm / 1e3:.1f} ({rlo / 1e3:.1f}-{rhi / 1e3:.1f})"
         padata = f"{pm / 1e3:.1f} ({plo / 1e3:.1f}-{phi / 1e3:.1f})"
         print(f"{fn:5} {aff:4} {cap:>3} {size:>8} {reps:>4} {rust:>22} "
-              f"{padata:>22} {ratio:>11.2f} {rt:>3}/{pt:<3}")
+              f"{padata:>22} {ratio:>11.2f} {f'{rt0}-{rt1}/{pt}':>11}")
     alone = [r for r in rows if r[3] == 1 or r[2] == 1]
     print(f"\njobs the caller runs alone (size 1 or cap 1): {len(alone)} "
-          f"points, Rust engine threads {sorted({r[11] for r in alone})} "
+          f"points, Rust engine threads {sorted({r[12] for r in alone})} "
           "(1: no helper queued)")
-    print(f"points where the Rust median is above padata's: {len(worse)} of "
-          f"{len(rows)}" + "".join(
-              f"\n  {fn} {aff} cap {cap} size {size}: {ratio:.2f}"
+    print(f"of {len(rows)} points, Rust is faster at {better}, slower at "
+          f"{len(worse)} and within {TIE:.0%} (a tie) at "
+          f"{len(rows) - better - len(worse)}" + "".join(
+              f"\n  slower: {fn} {aff} cap {cap} size {size}: {ratio:.2f}"
               for fn, aff, cap, size, ratio in worse))
     plot_engine(name, rows, args)
     print(f"\nCSV {csv}; plots {benchplot.OUTDIR}/{name}-*.png; log {path}")
@@ -119,9 +133,9 @@ def engine_smoke(args, r, rows, head, done, path):
     check(all(0 < row[6] <= row[5] <= row[7] and
               0 < row[9] <= row[8] <= row[10] for row in rows),
           "min <= median <= max, all above 0 ns")
-    check(all(1 <= row[11] <= row[2] for row in rows),
+    check(all(1 <= row[11] <= row[12] <= row[2] for row in rows),
           "the Rust engine used between 1 and cap threads")
-    check(all(row[11] == 1 for row in rows if row[3] == 1 or row[2] == 1),
+    check(all(row[12] == 1 for row in rows if row[3] == 1 or row[2] == 1),
           "jobs of one index or capped at 1 ran on the caller alone")
     return check.finish("enginebench-smoke")
 
@@ -175,7 +189,9 @@ def cmd_deferred(args):
         if not m:
             guest.die(f"--guests entry {g!r}: NODESxVCPUSxGIB, e.g. 1x2x16")
         guests.append(tuple(map(int, m.groups())))
-    rows, res = [], {}
+    rows, res, failed = [], {}, []
+    header = ("guest", "engine", "boot", "node", "pages", "threads", "ran_on",
+              "us")
     for nodes, cpus, mem in guests:
         args.nodes, args.cpus, args.mem_gib = nodes, cpus, mem
         # Engines alternate boot by boot, so that drift hits all of them.
@@ -185,22 +201,28 @@ def cmd_deferred(args):
                 tag = f"{nodes}x{cpus}x{mem}-{spec.replace(':', '-')}-{i}"
                 path = guest.save_log(args, f"bench-deferred-{tag}.log", log)
                 if not r["ok"] or not r["nodes"]:
-                    guest.die(f"{spec} on {nodes}x{cpus}x{mem} did not boot "
-                              f"or report deferred init; see {path}")
+                    # Counted and left out; the other boots go on.
+                    failed.append(path)
+                    print(f"bench: {spec} on {nodes}x{cpus}x{mem} did not "
+                          f"boot or report deferred init; see {path}",
+                          file=sys.stderr)
+                    continue
                 res.setdefault((nodes, cpus, mem), {}).setdefault(
                     spec, []).append(r)
                 for node, n in sorted(r["nodes"].items()):
                     rows.append((f"{nodes}x{cpus}x{mem}", spec, i, node,
                                  n["pages"], n["threads"], n["engine"],
                                  n["us"]))
+            # Written as boots finish: an interrupted run keeps its data.
+            csv = benchplot.write_csv("deferred", header, rows)
             print(f"{nodes}x{cpus}x{mem}: boot {i + 1} of {args.repeat} "
                   "done", file=sys.stderr, flush=True)
-    csv = benchplot.write_csv("deferred", ("guest", "engine", "boot", "node",
-                                           "pages", "threads", "ran_on",
-                                           "us"), rows)
+    if not res:
+        guest.die("no boot reported deferred init")
     print(f"Deferred struct page init, {args.repeat} boots per engine and "
-          "guest (TCG, 2 host cores), engines alternating; the time of a "
-          "boot is its slowest node's (nodes run at once); us:")
+          f"guest ({args.accel.upper()} on {os.cpu_count()} host CPUs, kernel "
+          f"{args.kbuild}), engines alternating; the time of a boot is its "
+          "slowest node's (nodes run at once); us:")
     print(f"{'guest (nodes x vCPUs x GiB)':28} {'engine':26} {'threads':>7} "
           f"{'median':>8} {'min':>8} {'max':>8}   per node medians")
     med = {}
@@ -223,10 +245,22 @@ def cmd_deferred(args):
             if len(pages) != 1:
                 print(f"  note: pages per node differ between boots: {pages}")
     print()
+    # With one vCPU per node every engine runs the same code (a job of one
+    # thread is one call): their spread there is the noise floor.
+    noise = []
     for g in res:
+        same = g[1] == g[0]
+        if same and len(res[g]) > 1:
+            ms = [med[g, e] for e in res[g]]
+            noise.append(max(ms) / min(ms) - 1)
         if "rust" in res[g] and "padata" in res[g]:
             print(f"{'x'.join(map(str, g))}: rust/padata "
-                  f"{med[g, 'rust'] / med[g, 'padata']:.2f}")
+                  f"{med[g, 'rust'] / med[g, 'padata']:.2f}"
+                  + ("  (one vCPU per node: every engine runs the same "
+                     "one-call code)" if same else ""))
+    if noise:
+        print(f"noise floor: where every engine runs the same code, medians "
+              f"differ by up to {max(noise):.0%}")
     one = {(n, c, m) for n, c, m in res if n == 1}
     for n, c, m in sorted(one):
         if c == 1 and (1, 2, m) in one:
@@ -235,6 +269,8 @@ def cmd_deferred(args):
                     print(f"1 node x {m} GiB, {spec}: 2 vCPUs "
                           f"{med[(1, 1, m), spec] / med[(1, 2, m), spec]:.2f}x "
                           "faster than 1")
+    if failed:
+        print(f"{len(failed)} boots failed and are left out: {failed}")
     plot_deferred(res, med, args)
     print(f"\nCSV {csv}; plots {benchplot.OUTDIR}/deferred-*.png; logs "
           f"{args.logdir}/bench-deferred-*.log")
@@ -323,6 +359,8 @@ def main():
     if args.smoke and not args.reps:
         args.reps = 3
     os.makedirs(args.logdir, exist_ok=True)
+    if not args.smoke:
+        benchplot.pyplot()      # before the boots, not after them
     args.initrd = os.path.join(os.path.dirname(args.logdir), "initramfs.cpio")
     guest.make_initramfs(args.kbuild, args.initrd)
     sys.exit({"engine": cmd_engine, "deferred": cmd_deferred}[args.command](

@@ -26,8 +26,10 @@ def pyplot():
     try:
         import matplotlib
     except ImportError:
-        sys.stderr.write("bench: matplotlib is missing: apt-get install "
-                         "python3-matplotlib (or run 'make setup')\n")
+        sys.stderr.write(f"bench: {sys.executable} cannot import "
+                         "matplotlib: apt-get install python3-matplotlib "
+                         "(make setup does) and run with /usr/bin/python3, "
+                         "or pip install matplotlib for this python\n")
         sys.exit(2)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -124,10 +124,13 @@ def build_guest_programs(outdir):
 def qemu_cmd(args, kernel, initrd, cmdline):
     if args.cpus % args.nodes:
         die(f"--cpus {args.cpus} is not a multiple of --nodes {args.nodes}")
-    if args.mem_gib % args.nodes:
-        die(f"--mem {args.mem_gib} GiB is not a multiple of --nodes {args.nodes}")
+    # Nodes with memory and no CPU (make stress) come after the others.
+    memonly = getattr(args, "memonly", 0)
+    if args.mem_gib % (args.nodes + memonly):
+        die(f"--mem {args.mem_gib} GiB is not a multiple of the "
+            f"{args.nodes + memonly} nodes")
     per_cpu = args.cpus // args.nodes
-    per_mem = args.mem_gib // args.nodes
+    per_mem = args.mem_gib // (args.nodes + memonly)
     accel = "kvm" if args.accel == "kvm" else "tcg,thread=multi"
     cmd = [shutil.which("qemu-system-x86_64") or "qemu-system-x86_64",
            "-accel", accel, "-cpu", "max", "-m", f"{args.mem_gib}G",
@@ -138,6 +141,9 @@ def qemu_cmd(args, kernel, initrd, cmdline):
         lo, hi = n * per_cpu, (n + 1) * per_cpu - 1
         cmd += ["-object", f"memory-backend-ram,id=m{n},size={per_mem}G",
                 "-numa", f"node,nodeid={n},cpus={lo}-{hi},memdev=m{n}"]
+    for n in range(args.nodes, args.nodes + memonly):
+        cmd += ["-object", f"memory-backend-ram,id=m{n},size={per_mem}G",
+                "-numa", f"node,nodeid={n},memdev=m{n}"]
     return cmd
 
 
@@ -184,7 +190,8 @@ def parse(log, spec, wall):
     bad = [line for line in OOM_REPORT_RE.sub("", log).splitlines()
            if re.search(r"BUG:|WARNING:|Oops|Bad page state|"
                         r"possible circular locking|Call Trace|soft lockup|"
-                        r"blocked for more than|BENCH-FAILED", line)]
+                        r"blocked for more than|BENCH-FAILED|UBSAN:",
+                        line)]
     huge = {}
     for m in HUGE_NODE_RE.finditer(body):
         huge.setdefault(int(m.group(2)), {})[int(m.group(1))] = int(m.group(3))
@@ -594,6 +601,7 @@ FREEBENCH_MODES = ("off", "by_node", "interleave", "by_node_1h")
 
 def cmd_freebench(args):
     """munmap()/exit() time, parallel freeing off vs by node vs interleaved."""
+    benchplot.pyplot()          # before the boot, not after it
     extra = f"mtjob.free=bench mtjob.free_reps={args.repeat}"
     if args.sizes:
         extra += f" mtjob.free_sizes={args.sizes}"
@@ -653,7 +661,9 @@ def cmd_freebench(args):
         for k, m in enumerate(modes):
             meds, lo, hi = [], [], []
             for mib in sizes:
-                us = [u / 1000 for u in res[what, mib].get(m, [0])]
+                # A mode not run: no bar (NaN), not a bar of 0 ms.
+                us = [u / 1000 for u in res[what, mib].get(m, [])] or [
+                    float("nan")]
                 meds.append(statistics.median(us))
                 lo.append(meds[-1] - min(us))
                 hi.append(max(us) - meds[-1])

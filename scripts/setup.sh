@@ -9,8 +9,10 @@ BINDGEN_VERSION=0.73.2
 LLVM_SUFFIX=-16
 APT_PKGS=(linux-source-6.12 clang-16 lld-16 llvm-16 libclang-16-dev
 	qemu-system-x86 bc flex bison libelf-dev libssl-dev cpio make gcc
-	libc6-dev busybox-static python3 python3-ply python3-git git xz-utils
-	python3-matplotlib)
+	libc6-dev busybox-static python3 python3-ply python3-git git xz-utils)
+# For the benchmarks' plots only: installed when setup runs as root, never
+# reported missing (make check does not plot).
+OPTIONAL_PKGS=(python3-matplotlib)
 check_only=0
 [ "${1:-}" = "--check" ] && check_only=1
 
@@ -32,6 +34,21 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
 		echo "setup: installing ${need_pkgs[*]}"
 		apt-get update -qq
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+	fi
+fi
+opt_pkgs=()
+for p in "${OPTIONAL_PKGS[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+		opt_pkgs+=("$p")
+done
+if [ ${#opt_pkgs[@]} -gt 0 ] && [ $check_only = 0 ]; then
+	if [ "$(id -u)" = 0 ]; then
+		echo "setup: installing ${opt_pkgs[*]} (benchmark plots)"
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${opt_pkgs[@]}" >/dev/null ||
+			echo "setup: ${opt_pkgs[*]} not installed: benchmarks print tables, no plots" >&2
+	else
+		echo "setup: for benchmark plots, as root: apt-get install ${opt_pkgs[*]}" >&2
 	fi
 fi
 

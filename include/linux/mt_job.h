@@ -133,11 +133,7 @@ bool mt_job_may_use_helpers(bool nowait);
  * With the Rust engine each call site has its own lockdep class (named after
  * the calling function): the helpers run under it and the wait for them
  * acquires it, so lockdep reports a caller that waits while holding a lock
- * its helpers take.  A job of one thread (fewer than two units of
- * max(@job->min_chunk, @job->align), or @job->max_threads 1) is one call of
- * @job->thread_fn over the whole range on the calling thread with every
- * engine, as padata runs it, unless it has %MT_JOB_AFFINITY_NODE for a node
- * the caller is not on: no helper, no wait.  The padata engine is used only while booting: callers
+ * its helpers take.  The padata engine is used only while booting: callers
  * that may run after init memory is freed get the Rust or serial engine.
  *
  * Return: 0 when every chunk succeeded, the first error a chunk returned, or

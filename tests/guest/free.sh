@@ -217,6 +217,32 @@ hotplug() {
 	return $rc
 }
 
+# Fault injection (make stress; CONFIG_FAIL_PAGE_ALLOC, CONFIG_FAILSLAB,
+# CONFIG_FAULT_INJECTION_DEBUG_FS): half of the GFP_NOWAIT/GFP_ATOMIC page
+# and slab allocations of the tasks run with inject fail (task-filter; those
+# that may reclaim are never failed), which hits the gather's batch pages
+# and the engine's helper work items and segments.
+FAULT_TIMES=1000000
+faults_setup() {
+	mount -t debugfs none /sys/kernel/debug 2>/dev/null
+	for a in fail_page_alloc failslab; do
+		d=/sys/kernel/debug/$a
+		[ -d $d ] || { echo "free.sh: no $d"; return 1; }
+		echo Y > $d/task-filter && echo 50 > $d/probability &&
+			echo 1 > $d/interval && echo $FAULT_TIMES > $d/times &&
+			echo 0 > $d/verbose && echo 0 > $d/space || return 1
+	done
+	echo 0 > /sys/kernel/debug/fail_page_alloc/min-order
+}
+faults_count() {
+	for a in fail_page_alloc failslab; do
+		printf '%s=%s ' $a $((FAULT_TIMES - $(cat /sys/kernel/debug/$a/times)))
+	done
+}
+inject() {
+	sh -c 'echo 1 > /proc/self/make-it-fail && exec "$@"' sh "$@"
+}
+
 # Before anything is set: parallel freeing is off and has counted nothing.
 echo "FREEDEFAULT parallel_free=$(cat $VM/parallel_free)" \
 	"counters=$(counters | awk '{ print $1 + $2 + $3 + $4 }')"
@@ -263,6 +289,16 @@ test)
 oom)
 	echo 1 > $VM/parallel_free
 	run_case oom-mid-teardown oom_mid_teardown
+	;;
+faults)
+	echo 1 > $VM/parallel_free
+	echo $LOWEST > $VM/parallel_free_threshold
+	faults_setup || exit 1
+	run_case faults-munmap inject free_test munmap 2048 0
+	run_case faults-exit inject free_test exit 2048 0
+	run_case faults-fork-cow inject free_test fork 1200
+	run_case faults-loop inject free_test loop 20 96
+	echo "FAULTS $(faults_count)"
 	;;
 hotplug)
 	echo 1 > $VM/parallel_free

@@ -16,10 +16,10 @@ const CHUNKS_PER_THREAD: u64 = 4;
 
 /// How a job's range is cut into chunks and how many threads work on it.
 ///
-/// A job of one thread is one chunk, the whole range.
 /// Chunk 0 is `start..first`; chunk `k > 0` is `first + (k - 1) * chunk` plus `chunk` indices,
-/// clipped to `end`. `first` is the first multiple of `chunk` above `start`, and `chunk` is a
-/// multiple of the alignment, so every inner boundary is aligned.
+/// clipped to `end`. With two threads or more, `first` is the first multiple of `chunk` above
+/// `start`, or `end`, and `chunk` is a multiple of the alignment, so every inner boundary is
+/// aligned. A job of one thread is one chunk, the whole range: `first` is `end`.
 #[derive(Clone, Copy)]
 pub(super) struct Plan {
     start: u64,

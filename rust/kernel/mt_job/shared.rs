@@ -153,7 +153,7 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
         class: Option<(&'static CStr, &'static ScopeClass)>,
     ) -> usize {
         let me = NodeId::current();
-        let (name, class) = class.unwrap_or((c_str!("mt_job"), static_scope_class!()));
+        let (name, class) = scope_class(class);
         let mut caller_ran = 0;
         let helpers = scope_with_class(name, class, |s| {
             // Whether the calling thread may wait for helpers that have not started: waiting may
@@ -216,6 +216,14 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
         let swept = self.work(Some(me), Role::Sweep);
         helpers + usize::from(caller_ran + swept > 0)
     }
+}
+
+/// Returns the lock class of a job's scope: the job's own, or the one shared by all jobs that
+/// did not name theirs.
+pub(super) fn scope_class(
+    class: Option<(&'static CStr, &'static ScopeClass)>,
+) -> (&'static CStr, &'static ScopeClass) {
+    class.unwrap_or((c_str!("mt_job"), static_scope_class!()))
 }
 
 /// The workqueue of helpers queued on a node, made at boot by [`prepare_node_workqueue`].

@@ -1,0 +1,343 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""The reliability campaign (make stress): parts that take longer than
+'make check' can, each ending with 'stress: PART: N passed, N failed' and
+the whole with 'stress: N passed, N failed'.
+
+  random   the randomized KUnit suite (mt_job_random) with many more jobs
+           and a new seed, on the main kernel
+  kasan    a KASAN (generic) + UBSAN kernel (build/kbuild-kasan): KUnit, the
+           boot tests, the free tests, and fault injection (failslab and
+           fail_page_alloc on GFP_NOWAIT allocations during teardowns)
+  kcsan    a KCSAN kernel (build/kbuild-kcsan): KUnit and the free tests;
+           any data race report naming our code fails
+  hotplug  CPUs offlined and onlined for --hotplug-seconds while teardowns
+           run at the lowest threshold (4 nodes x 2 vCPUs)
+  server   a simulated large server: 8 nodes x 2 vCPUs x 64 GiB with each
+           engine (deferred init, hugetlb 2M and 1G per node), the free
+           tests on it, a node with memory and no CPU, numa=fake=8
+
+Logs go to build/logs/stress/.  Sanitizer kernels are built incrementally
+in their own directories from tests/mt_job.kunitconfig plus
+tests/stress-PART.config.
+"""
+
+import argparse
+import copy
+import os
+import random
+import re
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import guest  # noqa: E402
+
+REPO = guest.REPO
+TREE = os.path.join(REPO, "build", "linux")
+KUNITCONFIG = os.path.join(REPO, "tests", "mt_job.kunitconfig")
+QEMU_CONFIG = os.path.join(REPO, "tests", "qemu_configs", "x86_64_numa.py")
+PARTS = ("random", "kasan", "kcsan", "hotplug", "server")
+# Our code, as KCSAN names it in "BUG: KCSAN: data-race in A / B" and in
+# the stack traces that follow.
+OURS_RE = re.compile(r"mt_job|tlb_parallel|mmu_gather_parallel|"
+                     r"parallel_free|random_fn|rec_fn")
+KCSAN_RE = re.compile(r"BUG: KCSAN: [^\n]*\n(?:.*\n){0,60}?.*={20,}", re.M)
+
+
+def run(cmd, log, timeout=None, cwd=None):
+    """Run CMD, its output into LOG; return (exit code, output)."""
+    with open(log, "w") as f:
+        try:
+            p = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT,
+                               cwd=cwd, timeout=timeout)
+            rc = p.returncode
+        except subprocess.TimeoutExpired:
+            rc = -1
+    with open(log, errors="replace") as f:
+        return rc, f.read()
+
+
+def summary(out, name):
+    """'NAME: N passed, N failed' of a guest.py command, as (p, f)."""
+    m = re.search(rf"{name}: (\d+) passed, (\d+) failed", out)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 1)
+
+
+def build(args, part, check):
+    """Configure and build the PART kernel; return its build directory."""
+    kbuild = os.path.join(REPO, "build", f"kbuild-{part}")
+    frag = os.path.join(REPO, "tests", f"stress-{part}.config")
+    t0 = time.monotonic()
+    rc, out = run([sys.executable, "tools/testing/kunit/kunit.py", "config",
+                   "--build_dir", kbuild, "--kunitconfig", KUNITCONFIG,
+                   "--kunitconfig", frag, "--qemu_config", QEMU_CONFIG,
+                   "--make_options", "LLVM=-16"],
+                  os.path.join(args.logdir, f"{part}-config.log"), cwd=TREE)
+    check(rc == 0, f"{part}: configured from tests/mt_job.kunitconfig and "
+          f"tests/stress-{part}.config")
+    if rc:
+        return None
+    rc, out = run(["make", "-C", TREE, f"O={kbuild}", "LLVM=-16",
+                   f"-j{os.cpu_count() + 1}"],
+                  os.path.join(args.logdir, f"{part}-build.log"))
+    check(rc == 0, f"{part}: kernel built in {kbuild} "
+          f"({time.monotonic() - t0:.0f} s)")
+    return kbuild if rc == 0 else None
+
+
+def kunit(args, part, kbuild, check, extra=(), glob=None):
+    """KUnit on KBUILD; returns the guest's log."""
+    cmd = [sys.executable, "tools/testing/kunit/kunit.py", "exec",
+           "--build_dir", kbuild, "--kunitconfig", KUNITCONFIG,
+           "--qemu_config", QEMU_CONFIG, "--timeout", "3000"]
+    for a in extra:
+        cmd += ["--kernel_args", a]
+    if glob:
+        cmd.append(glob)
+    t0 = time.monotonic()
+    rc, out = run(cmd, os.path.join(args.logdir, f"{part}-kunit.log"),
+                  cwd=TREE)
+    m = re.search(r"Ran (\d+) tests: passed: (\d+)(.*)", out)
+    check(rc == 0 and m is not None, f"{part}: KUnit "
+          f"{m.group(0) if m else 'did not complete'} "
+          f"({time.monotonic() - t0:.0f} s)")
+    try:
+        with open(os.path.join(kbuild, "test.log"), errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def guest_cmd(args, part, name, kbuild, check, *extra):
+    """scripts/guest.py NAME on KBUILD; counts its checks into CHECK."""
+    t0 = time.monotonic()
+    rc, out = run([sys.executable, os.path.join(REPO, "scripts", "guest.py"),
+                   name, "--kbuild", kbuild, "--engines", "rust,padata",
+                   "--logdir", os.path.join(args.logdir, part), *extra],
+                  os.path.join(args.logdir, f"{part}-{name}.txt"))
+    p, f = summary(out, name)
+    check.add(p, f)
+    check(rc == 0, f"{part}: {name}: {p} passed, {f} failed "
+          f"({time.monotonic() - t0:.0f} s)")
+
+
+def guest_args(args, kbuild, nodes, cpus, mem, memonly=0):
+    g = copy.copy(args)
+    g.kbuild, g.nodes, g.cpus, g.mem_gib, g.memonly = (kbuild, nodes, cpus,
+                                                       mem, memonly)
+    g.append, g.accel, g.timeout = "", "tcg", 600
+    g.initrd = os.path.join(REPO, "build",
+                            f"initramfs-{os.path.basename(kbuild)}.cpio")
+    guest.make_initramfs(kbuild, g.initrd)
+    return g
+
+
+def free_cases(check, what, log, expect_counted=False):
+    """Every FREECASE in LOG: the workload succeeded, memory came back, and
+    a parallel flush had at least two threads."""
+    cases = guest.FREECASE_RE.findall(log)
+    check(bool(cases), f"{what}: {len(cases)} teardown cases ran")
+    for name, rc, before, after, pf, pft, pff, png in cases:
+        rc, before, after = int(rc), int(before), int(after)
+        pf, pft = int(pf), int(pft)
+        check(rc == 0 and after >= before - guest.FREE_TOLERANCE_KB and
+              pft >= 2 * pf, f"{what}: {name}: rc={rc}, MemFree {before} -> "
+              f"{after} kB, {pf} parallel flushes with {pft} threads")
+        if expect_counted:
+            check(pf >= 1, f"{what}: {name}: the parallel path ran ({pf})")
+
+
+def part_random(args, check):
+    seed = args.seed if args.seed is not None else random.randrange(1 << 32)
+    print(f"stress: random: seed {seed}, {args.jobs} jobs a case", flush=True)
+    log = kunit(args, "random", args.kbuild, check,
+                extra=(f"mt_job_random_test.seed={seed}",
+                       f"mt_job_random_test.jobs={args.jobs}"),
+                glob="mt_job_random*")
+    check(f"{args.jobs} jobs, seed {seed}" in log,
+          f"random: the run used seed {seed} and {args.jobs} jobs")
+    bad = [x for x in log.splitlines() if re.search(r"BUG:|WARNING:", x)]
+    check(not bad, "random: no BUG/WARNING" + (f": {bad[0]}" if bad else ""))
+
+
+def part_kasan(args, check):
+    kbuild = build(args, "kasan", check)
+    if not kbuild:
+        return
+    log = kunit(args, "kasan", kbuild, check)
+    bad = [x for x in log.splitlines()
+           if re.search(r"BUG: KASAN|UBSAN:|WARNING:", x)]
+    check(not bad, "kasan: no KASAN/UBSAN report or WARNING in KUnit"
+          + (f": {bad[0]}" if bad else ""))
+    guest_cmd(args, "kasan", "boottest", kbuild, check)
+    guest_cmd(args, "kasan", "freetest", kbuild, check)
+    # Fault injection during teardowns, parallel free at its lowest
+    # threshold.
+    g = guest_args(args, kbuild, 2, 4, 8)
+    g.timeout = 3600
+    r, log = guest.boot(g, "rust", "mtjob.free=faults")
+    path = guest.save_log(g, "faults.log", log)
+    check(r["ok"] and not r["bad"], f"faults: guest ran and powered off "
+          f"cleanly ({r['wall']:.0f} s; {path})"
+          + (f": {r['bad'][0]}" if r["bad"] else ""))
+    free_cases(check, "faults", log)
+    pff = sum(int(c[6]) for c in guest.FREECASE_RE.findall(log))
+    check(pff > 0, f"faults: flushes at the threshold fell back to the "
+          f"caller alone when allocations failed ({pff})")
+    m = re.search(r"FAULTS fail_page_alloc=(\d+) failslab=(\d+)", log)
+    check(m is not None and int(m.group(1)) > 0 and int(m.group(2)) > 0,
+          f"faults: failures were injected "
+          f"({m.group(0) if m else 'no FAULTS line'})")
+
+
+def kcsan_reports(log):
+    """(ours, others): KCSAN reports whose racing functions ("data-race in
+    A / B") are ours, and the rest (upstream races reached from anywhere)."""
+    ours, others = [], []
+    for m in KCSAN_RE.finditer(log):
+        first = m.group(0).splitlines()[0]
+        (ours if OURS_RE.search(first) else others).append(first)
+    return ours, others
+
+
+def part_kcsan(args, check):
+    kbuild = build(args, "kcsan", check)
+    if not kbuild:
+        return
+    log = kunit(args, "kcsan", kbuild, check)
+    ours, others = kcsan_reports(log)
+    check(not ours, f"kcsan: no data race in our code during KUnit "
+          f"({len(ours)}{': ' + ours[0] if ours else ''}; {len(others)} "
+          "elsewhere)")
+    for x in sorted(set(others)):
+        print(f"  kcsan (not ours): {x}")
+    g = guest_args(args, kbuild, 2, 4, 8)
+    g.timeout = 3600
+    r, log = guest.boot(g, "rust", "mtjob.free=test")
+    path = guest.save_log(g, "kcsan-free.log", log)
+    ours, others = kcsan_reports(log)
+    check(r["ok"], f"kcsan: the free tests ran ({r['wall']:.0f} s; {path})")
+    check(not ours, f"kcsan: no data race in our code during the free tests "
+          f"({len(ours)}{': ' + ours[0] if ours else ''}; {len(others)} "
+          "elsewhere)")
+    for x in sorted(set(others)):
+        print(f"  kcsan (not ours): {x}")
+    free_cases(check, "kcsan", log)
+
+
+def part_hotplug(args, check):
+    g = guest_args(args, args.kbuild, 4, 8, 8)
+    g.timeout = args.hotplug_seconds + 1200
+    r, log = guest.boot(g, "rust", "mtjob.free=hotplug "
+                        f"mtjob.hotplug_seconds={args.hotplug_seconds}")
+    path = guest.save_log(g, "hotplug.log", log)
+    m = guest.FREEHOTPLUG_RE.search(log)
+    check(r["ok"] and m is not None and int(m.group(1)) > 0,
+          f"hotplug: CPUs 1-7 offlined and onlined {m.group(1) if m else 0} "
+          f"times in {args.hotplug_seconds} s of teardowns ({path})")
+    check(not r["bad"], "hotplug: clean log"
+          + (f": {r['bad'][0]}" if r["bad"] else ""))
+    free_cases(check, "hotplug", log, expect_counted=True)
+
+
+def server_boot(args, check, what, g, engines, extra=""):
+    """Boot G with each engine; deferred init and its pages per node."""
+    res = {}
+    for e in engines:
+        t0 = time.monotonic()
+        r, log = guest.boot(g, e, extra)
+        path = guest.save_log(g, f"{what}-{e}.log", log)
+        res[e] = r
+        want = g.nodes + g.memonly if "numa=fake" not in extra else 8
+        check(r["ok"] and not r["bad"], f"{what}: {e}: booted cleanly "
+              f"({time.monotonic() - t0:.0f} s; {path})"
+              + (f": {r['bad'][0]}" if r["bad"] else ""))
+        check(len(r["nodes"]) == want and all(
+            n["engine"] == e for n in r["nodes"].values()),
+            f"{what}: {e}: deferred init of {want} nodes on {e}: "
+            + ", ".join(f"node {k} {v['pages']} pages {v['us']} us "
+                        f"{v['threads']} threads"
+                        for k, v in sorted(r["nodes"].items())))
+    first = engines[0]
+    for e in engines[1:]:
+        a, b = guest.deferred_total(res[first]), guest.deferred_total(res[e])
+        check(a == b and bool(a), f"{what}: {first} vs {e}: identical "
+              "deferred pages per node")
+    return res
+
+
+def part_server(args, check):
+    engines = ["rust", "padata", "serial"]
+    g = guest_args(args, args.kbuild, 8, 16, 64)
+    g.timeout = 1800
+    per_node_2m = ",".join(f"{n}:64" for n in range(8))
+    per_node_1g = ",".join(f"{n}:1" for n in range(8))
+    # Allocated and counted, not touched (mtjob.notouch): the host has
+    # less memory than the guest.
+    huge = (f"hugepagesz=1G hugepages={per_node_1g} hugepagesz=2M "
+            f"hugepages={per_node_2m} mtjob.notouch")
+    res = server_boot(args, check, "server-8x2x64", g, engines, huge)
+    for e, r in res.items():
+        check(r["huge"].get(2048) == {n: 64 for n in range(8)} and
+              r["huge"].get(1048576) == {n: 1 for n in range(8)},
+              f"server: {e}: 64 2M and one 1G page on each of the 8 nodes "
+              f"({r['huge']})")
+    # The free tests on the big guest: workloads, memory, thread counts.
+    g.timeout = 3600
+    r, log = guest.boot(g, "rust", "mtjob.free=test")
+    path = guest.save_log(g, "server-free.log", log)
+    check(r["ok"] and not r["bad"], f"server: free tests ran cleanly "
+          f"({r['wall']:.0f} s; {path})"
+          + (f": {r['bad'][0]}" if r["bad"] else ""))
+    free_cases(check, "server", log)
+    # A node with memory and no CPU next to two with CPUs.
+    g = guest_args(args, args.kbuild, 2, 2, 12, memonly=1)
+    g.timeout = 600
+    server_boot(args, check, "memory-only-node", g, engines)
+    # numa=fake=8 on one real node.
+    g = guest_args(args, args.kbuild, 1, 2, 16)
+    g.timeout = 600
+    server_boot(args, check, "numa-fake-8", g, engines, "numa=fake=8")
+
+
+class Checks(guest.Checks):
+    def add(self, passed, failed):
+        self.passed += passed
+        self.failed += failed
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("parts", nargs="*", default=list(PARTS),
+                    help=f"parts to run (default: all of {', '.join(PARTS)})")
+    ap.add_argument("--kbuild", default=os.path.join(REPO, "build", "kbuild"))
+    ap.add_argument("--seed", type=int, default=None,
+                    help="random: seed (default: a new one, printed)")
+    ap.add_argument("--jobs", type=int, default=100000,
+                    help="random: jobs per case")
+    ap.add_argument("--hotplug-seconds", type=int, default=600)
+    ap.add_argument("--logdir", default=os.path.join(REPO, "build", "logs",
+                                                     "stress"))
+    args = ap.parse_args()
+    for p in args.parts:
+        if p not in PARTS:
+            guest.die(f"unknown part {p!r}: {', '.join(PARTS)}")
+    os.makedirs(args.logdir, exist_ok=True)
+    total = Checks()
+    for p in args.parts:
+        t0 = time.monotonic()
+        print(f"stress: {p}: started", flush=True)
+        check = Checks()
+        globals()[f"part_{p}"](args, check)
+        print(f"stress: {p}: {check.passed} passed, {check.failed} failed "
+              f"({time.monotonic() - t0:.0f} s)", flush=True)
+        total.add(check.passed, check.failed)
+    print(f"stress: {total.passed} passed, {total.failed} failed")
+    sys.exit(1 if total.failed else 0)
+
+
+if __name__ == "__main__":
+    main()
