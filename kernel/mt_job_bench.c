@@ -31,7 +31,6 @@
 
 #define pr_fmt(fmt) "mt_job_bench: " fmt
 
-
 #include <linux/bits.h>
 #include <linux/init.h>
 #include <linux/ktime.h>
@@ -295,6 +294,14 @@ out:
 	return ret;
 }
 
+/* Memory of @nid, with huge mappings where possible, as the vmemmap has. */
+static void * __init bench_buffer(unsigned long bytes, int nid)
+{
+	return __vmalloc_node_range(bytes, 1, VMALLOC_START, VMALLOC_END,
+				    GFP_KERNEL, PAGE_KERNEL, VM_ALLOW_HUGE_VMAP,
+				    nid, __builtin_return_address(0));
+}
+
 static int __init mt_job_bench_init(void)
 {
 	unsigned long bytes;
@@ -316,11 +323,7 @@ static int __init mt_job_bench_init(void)
 	bytes = (bench_max_size / b->nr_nodes + b->nr_nodes) << BENCH_SLOT_SHIFT;
 	b->nr_nodes = 0;
 	for_each_node_state(nid, N_MEMORY) {
-		/* Huge mappings where possible, as the vmemmap has. */
-		b->buf[b->nr_nodes] = __vmalloc_node_range(bytes, 1,
-				VMALLOC_START, VMALLOC_END, GFP_KERNEL,
-				PAGE_KERNEL, VM_ALLOW_HUGE_VMAP, nid,
-				__builtin_return_address(0));
+		b->buf[b->nr_nodes] = bench_buffer(bytes, nid);
 		if (!b->buf[b->nr_nodes]) {
 			pr_err("no %lu bytes for node %d\n", bytes, nid);
 			ret = -ENOMEM;
