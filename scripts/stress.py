@@ -135,6 +135,17 @@ def guest_args(args, kbuild, nodes, cpus, mem, memonly=0):
     return g
 
 
+def boot_clean(check, what, g, extra, name):
+    """Boot G on the Rust engine with EXTRA; it must finish with a clean
+    log.  Returns the log, saved as NAME."""
+    r, log = guest.boot(g, "rust", extra)
+    path = guest.save_log(g, name, log)
+    check(r["ok"] and not r["bad"], f"{what}: guest ran and powered off "
+          f"cleanly ({r['wall']:.0f} s; {path})"
+          + (f": {r['bad'][0]}" if r["bad"] else ""))
+    return log
+
+
 def free_cases(check, what, log, expect_counted=False):
     """Every FREECASE in LOG: the workload succeeded, memory came back, and
     a parallel flush had at least two threads."""
@@ -181,11 +192,7 @@ def part_kasan(args, check):
     # threshold.
     g = guest_args(args, kbuild, 2, 4, 8)
     g.timeout = 3600
-    r, log = guest.boot(g, "rust", "mtjob.free=faults")
-    path = guest.save_log(g, "faults.log", log)
-    check(r["ok"] and not r["bad"], f"faults: guest ran and powered off "
-          f"cleanly ({r['wall']:.0f} s; {path})"
-          + (f": {r['bad'][0]}" if r["bad"] else ""))
+    log = boot_clean(check, "faults", g, "mtjob.free=faults", "faults.log")
     free_cases(check, "faults", log)
     pff = sum(int(c[6]) for c in guest.FREECASE_RE.findall(log))
     check(pff > 0, f"faults: flushes at the threshold fell back to the "
@@ -292,11 +299,8 @@ def part_server(args, check):
               f"({r['huge']})")
     # The free tests on the big guest: workloads, memory, thread counts.
     g.timeout = 3600
-    r, log = guest.boot(g, "rust", "mtjob.free=test")
-    path = guest.save_log(g, "server-free.log", log)
-    check(r["ok"] and not r["bad"], f"server: free tests ran cleanly "
-          f"({r['wall']:.0f} s; {path})"
-          + (f": {r['bad'][0]}" if r["bad"] else ""))
+    log = boot_clean(check, "server: free tests", g, "mtjob.free=test",
+                     "server-free.log")
     free_cases(check, "server", log)
     # A node with memory and no CPU next to two with CPUs.
     g = guest_args(args, args.kbuild, 2, 2, 12, memonly=1)
