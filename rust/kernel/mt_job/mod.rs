@@ -456,16 +456,18 @@ impl<'a, I: Index> Job<'a, I> {
     /// Sets the lock class (and its name) the job's helpers run under and its join acquires; see
     /// [`workqueue::scope_with_class`]. By default all jobs share one class named `mt_job`, so
     /// lockdep relates the locks held around one caller's job to those taken in another
-    /// caller's chunks; a caller whose chunks or context differ gives its own class.
+    /// caller's chunks; a caller whose chunks or context differ gives its own class. `name` must
+    /// be the same pointer for every job of `class`: the value of a `static`, as below.
     ///
     /// # Examples
     ///
     /// ```
-    /// use kernel::{c_str, mt_job::Job, static_scope_class};
+    /// use kernel::{c_str, mt_job::Job, static_scope_class, str::CStr};
     ///
+    /// static NAME: &CStr = c_str!("doc_job");
     /// let report = Job::new(0usize..64)?
     ///     .max_threads(2)?
-    ///     .lock_class(c_str!("doc_job"), static_scope_class!())
+    ///     .lock_class(NAME, static_scope_class!())
     ///     .run(|_| Ok(()))?;
     /// // Eight chunks for two threads; one for one thread (a machine with one CPU).
     /// assert!(report.chunks() == 8 || report.chunks() == 1);

@@ -223,7 +223,9 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
 pub(super) fn scope_class(
     class: Option<(&'static CStr, &'static ScopeClass)>,
 ) -> (&'static CStr, &'static ScopeClass) {
-    class.unwrap_or((c_str!("mt_job"), static_scope_class!()))
+    // A static: one address for the name wherever this is inlined (see `scope_with_class`).
+    static NAME: &CStr = c_str!("mt_job");
+    class.unwrap_or((NAME, static_scope_class!()))
 }
 
 /// The workqueue of helpers queued on a node, made at boot by [`prepare_node_workqueue`].

@@ -121,18 +121,21 @@ macro_rules! static_scope_class {
 /// ```
 #[macro_export]
 macro_rules! scope {
-    ($name:literal, $body:expr $(,)?) => {
-        $crate::workqueue::scope_with_class(
-            $crate::c_str!($name),
-            $crate::static_scope_class!(),
-            $body,
-        )
-    };
+    ($name:literal, $body:expr $(,)?) => {{
+        // A static, so that the name has one address however often the call site is inlined or
+        // monomorphised: lockdep compares a class's names by address.
+        static NAME: &$crate::str::CStr = $crate::c_str!($name);
+        $crate::workqueue::scope_with_class(NAME, $crate::static_scope_class!(), $body)
+    }};
 }
 
 /// Runs `body` with a [`Scope`] named `name`, then waits for every item spawned on it.
 ///
-/// Must be called from a context that may sleep.
+/// Must be called from a context that may sleep. Lockdep compares the names of a class by
+/// address: every scope of `class` must pass the same `name` pointer, such as the value of a
+/// `static` (as [`scope!`] does); a `c_str!` constant in a generic or inlined function may have
+/// several addresses, which lockdep reports as a class with two names (seen with KASAN, which
+/// keeps identical constants apart).
 ///
 /// # Guarantees
 ///
