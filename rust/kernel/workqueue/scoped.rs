@@ -133,9 +133,9 @@ macro_rules! scope {
 ///
 /// Must be called from a context that may sleep. Lockdep compares the names of a class by
 /// address: every scope of `class` must pass the same `name` pointer, such as the value of a
-/// `static` (as [`scope!`] does); a `c_str!` constant in a generic or inlined function may have
-/// several addresses, which lockdep reports as a class with two names (seen with KASAN, which
-/// keeps identical constants apart).
+/// `static` (as [`scope!`](crate::workqueue::scope) does); a `c_str!` constant in a generic or
+/// inlined function may have several addresses, which lockdep reports as a class with two names
+/// (seen with KASAN, which keeps identical constants apart).
 ///
 /// # Guarantees
 ///
