@@ -143,28 +143,30 @@ check:
 # Boot-time hugetlb allocation time, 2M and 1G, per engine, REPEAT boots.
 BENCH_ENGINES ?= rust,padata,rust:mt_job.max_threads=1
 bench-hugetlb: kernel-bench
-	$(PYTHON_PLOT) scripts/guest.py hugetlbbench --kbuild $(KBUILD_BENCH) --mem $(MEM) --cpus $(CPUS) \
-		--nodes $(NODES) --repeat $(REPEAT) --engines $(BENCH_ENGINES)
+	$(PYTHON_PLOT) scripts/guest.py hugetlbbench --kbuild $(KBUILD_BENCH) \
+		--mem $(MEM) --cpus $(CPUS) --nodes $(NODES) --repeat $(REPEAT) \
+		--engines $(BENCH_ENGINES)
 
 bench-free: kernel-bench
-	$(PYTHON_PLOT) scripts/guest.py freebench --kbuild $(KBUILD_BENCH) --mem $(MEM) --cpus $(CPUS) \
-		--nodes $(NODES) --repeat $(REPEAT) --timeout 3600 \
-		--sizes "$(SIZES)" --modes "$(MODES)"
+	$(PYTHON_PLOT) scripts/guest.py freebench --kbuild $(KBUILD_BENCH) \
+		--mem $(MEM) --cpus $(CPUS) --nodes $(NODES) --repeat $(REPEAT) \
+		--timeout 3600 --sizes "$(SIZES)" --modes "$(MODES)"
 
 # The engines side by side (CONFIG_MT_JOB_BENCH; one boot; CSV and plots in
 # build/bench/).  Defaults: 2 nodes, 2 vCPUs in all, which the 2-core host
 # can run without oversubscription.
 BENCH_CPUS ?= 2
 bench-engine: kernel-bench
-	$(PYTHON_PLOT) scripts/bench.py engine --kbuild $(KBUILD_BENCH) --cpus $(BENCH_CPUS) --nodes $(NODES) \
-		--mem $(MEM) --append "$(APPEND)"
+	$(PYTHON_PLOT) scripts/bench.py engine --kbuild $(KBUILD_BENCH) \
+		--cpus $(BENCH_CPUS) --nodes $(NODES) --mem $(MEM) --append "$(APPEND)"
 
 # Deferred init per engine on guests of several shapes, BOOTS boots each.
 BOOTS  ?= 9
 GUESTS ?= 1x1x16,1x2x16,2x2x16,2x4x8
 bench-deferred: kernel-bench
-	$(PYTHON_PLOT) scripts/bench.py deferred --kbuild $(KBUILD_BENCH) --repeat $(BOOTS) --guests $(GUESTS) \
-		--engines $(ENGINES) --append "$(APPEND)"
+	$(PYTHON_PLOT) scripts/bench.py deferred --kbuild $(KBUILD_BENCH) \
+		--repeat $(BOOTS) --guests $(GUESTS) --engines $(ENGINES) \
+		--append "$(APPEND)"
 
 # The reliability campaign (scripts/stress.py): sanitizer kernels in their
 # own build directories, randomized jobs, fault injection, CPU hotplug and a
