@@ -86,22 +86,29 @@ kernel: config
 		{ tail -n 40 $(BUILD)/build.log; echo "kernel: build failed, see build/build.log"; exit 1; }
 	@echo "kernel: $(KBUILD)/arch/x86/boot/bzImage"
 
+# $(call derived-kernel,DIR,SCRIPTS_CONFIG_ARGS,NAME): build $(KBUILD)'s
+# configuration changed by scripts/config ARGS in DIR, incrementally;
+# reconfigure only when the result changed.  Log in build/build-NAME.log.
+define derived-kernel
+	@mkdir -p $(1)
+	@cp $(KBUILD)/.config $(1)/.config.new
+	@$(TREE)/scripts/config --file $(1)/.config.new $(2)
+	@cmp -s $(1)/.config.new $(1)/.config.src || \
+		{ cp $(1)/.config.new $(1)/.config.src; \
+		  cp $(1)/.config.new $(1)/.config; \
+		  $(MAKE) -s -C $(TREE) O=$(1) LLVM=$(LLVM) olddefconfig; }
+	@echo "kernel-$(3): building in $(1) (log in build/build-$(3).log)"
+	@$(MAKE) -C $(TREE) O=$(1) LLVM=$(LLVM) -j$(JOBS) \
+		> $(BUILD)/build-$(3).log 2>&1 || \
+		{ tail -n 40 $(BUILD)/build-$(3).log; echo "kernel-$(3): build failed"; exit 1; }
+endef
+
 # The same configuration without Rust (CONFIG_RUST=n, hence no
 # CONFIG_MT_JOB_RUST): what distribution kernels build.  Its own build
 # directory; incremental like the other.
 KBUILD_NORUST := $(BUILD)/kbuild-norust
 kernel-norust: config
-	@mkdir -p $(KBUILD_NORUST)
-	@cp $(KBUILD)/.config $(KBUILD_NORUST)/.config.new
-	@$(TREE)/scripts/config --file $(KBUILD_NORUST)/.config.new -d RUST
-	@cmp -s $(KBUILD_NORUST)/.config.new $(KBUILD_NORUST)/.config.src || \
-		{ cp $(KBUILD_NORUST)/.config.new $(KBUILD_NORUST)/.config.src; \
-		  cp $(KBUILD_NORUST)/.config.new $(KBUILD_NORUST)/.config; \
-		  $(MAKE) -s -C $(TREE) O=$(KBUILD_NORUST) LLVM=$(LLVM) olddefconfig; }
-	@echo "kernel-norust: building in $(KBUILD_NORUST) (log in build/build-norust.log)"
-	@$(MAKE) -C $(TREE) O=$(KBUILD_NORUST) LLVM=$(LLVM) -j$(JOBS) \
-		> $(BUILD)/build-norust.log 2>&1 || \
-		{ tail -n 40 $(BUILD)/build-norust.log; echo "kernel-norust: build failed"; exit 1; }
+	$(call derived-kernel,$(KBUILD_NORUST),-d RUST,norust)
 	@! grep -q '^CONFIG_RUST=y' $(KBUILD_NORUST)/.config
 	@echo "kernel-norust: $(KBUILD_NORUST)/arch/x86/boot/bzImage"
 
@@ -114,18 +121,7 @@ BENCH_DEBUG_OFF := PROVE_LOCKING DEBUG_LOCK_ALLOC DEBUG_SPINLOCK DEBUG_MUTEXES \
 	DEBUG_WW_MUTEX_SLOWPATH DEBUG_RWSEMS DEBUG_RT_MUTEXES DEBUG_ATOMIC_SLEEP \
 	DEBUG_OBJECTS DEBUG_OBJECTS_WORK DEBUG_MEMORY_INIT
 kernel-bench: config
-	@mkdir -p $(KBUILD_BENCH)
-	@cp $(KBUILD)/.config $(KBUILD_BENCH)/.config.new
-	@$(TREE)/scripts/config --file $(KBUILD_BENCH)/.config.new \
-		$(foreach o,$(BENCH_DEBUG_OFF),-d $(o))
-	@cmp -s $(KBUILD_BENCH)/.config.new $(KBUILD_BENCH)/.config.src || \
-		{ cp $(KBUILD_BENCH)/.config.new $(KBUILD_BENCH)/.config.src; \
-		  cp $(KBUILD_BENCH)/.config.new $(KBUILD_BENCH)/.config; \
-		  $(MAKE) -s -C $(TREE) O=$(KBUILD_BENCH) LLVM=$(LLVM) olddefconfig; }
-	@echo "kernel-bench: building in $(KBUILD_BENCH) (log in build/build-bench.log)"
-	@$(MAKE) -C $(TREE) O=$(KBUILD_BENCH) LLVM=$(LLVM) -j$(JOBS) \
-		> $(BUILD)/build-bench.log 2>&1 || \
-		{ tail -n 40 $(BUILD)/build-bench.log; echo "kernel-bench: build failed"; exit 1; }
+	$(call derived-kernel,$(KBUILD_BENCH),$(foreach o,$(BENCH_DEBUG_OFF),-d $(o)),bench)
 	@! grep -qE '^CONFIG_(PROVE_LOCKING|DEBUG_OBJECTS|DEBUG_ATOMIC_SLEEP)=y' $(KBUILD_BENCH)/.config
 	@echo "kernel-bench: $(KBUILD_BENCH)/arch/x86/boot/bzImage"
 

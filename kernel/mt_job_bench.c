@@ -86,9 +86,7 @@ static unsigned long __init bench_slot_start(const struct bench *b, int slot)
 
 static unsigned long __init bench_slot_end(const struct bench *b, int slot)
 {
-	if (slot == b->nr_nodes - 1)
-		return b->size;
-	return (slot + 1) * max(b->size / b->nr_nodes, 1UL);
+	return slot == b->nr_nodes - 1 ? b->size : bench_slot_start(b, slot + 1);
 }
 
 static int __init bench_noop(unsigned long start, unsigned long end, void *arg)

@@ -307,8 +307,8 @@ def plot_deferred(res, med, args):
     if len({c for _, c, _ in one}) > 1:
         fig, ax = plt.subplots(figsize=(6, 4.5))
         for spec in args.engines:
-            pts = [(c, med[g, spec] / 1e3) for g in one
-                   for _, c, _ in [g] if (g, spec) in med]
+            pts = [(g[1], med[g, spec] / 1e3) for g in one
+                   if (g, spec) in med]
             if pts:
                 ax.plot(*zip(*pts), marker="o", label=spec)
         ax.set_xlabel("vCPUs (1 node)")

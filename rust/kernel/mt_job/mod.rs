@@ -580,8 +580,8 @@ impl<'a, I: Index> Job<'a, I> {
     /// Runs a job of one thread, one chunk, as one call of `f` on the calling thread. With
     /// lockdep the call is made in a scope that spawns nothing, so that lockdep learns the same
     /// ordering from the call site as from its larger jobs (the scope's join acquires the class);
-    /// without it the scope would only cost time (0.8 us of 1.3 us per job in `make bench-engine`
-    /// under QEMU TCG).
+    /// without it the scope would only cost time (a job of one index took 1.4 us with it and
+    /// 0.5 us without, `make bench-engine` under QEMU TCG).
     fn run_alone<F>(&self, plan: &Plan, f: &F) -> (Result, Report)
     where
         F: Fn(Range<I>) -> Result,
