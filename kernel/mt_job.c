@@ -6,8 +6,9 @@
  *  - "rust": kernel::mt_job (rust/kernel/mt_job/, glued in by
  *    kernel/mt_job_rust.rs), with CONFIG_MT_JOB_RUST, the default then;
  *  - "padata": padata_do_multithreaded(), which is __init, so it is used only
- *    while the kernel is still booting (system_state < SYSTEM_FREEING_INITMEM)
- *    and never for nowait jobs.  It is the default without
+ *    while the kernel is still booting (until the late_initcall_sync level
+ *    closes it, waiting for the padata jobs still running) and never for
+ *    nowait jobs.  It is the default without
  *    CONFIG_MT_JOB_RUST, so that kernels built without Rust keep the boot
  *    parallelism they had; with it, "mt_job.engine=padata" selects it for
  *    comparisons.  Jobs padata cannot take go to "rust" if built, else run
@@ -16,6 +17,7 @@
  */
 
 #include <linux/bug.h>
+#include <linux/err.h>
 #include <linux/errno.h>
 #include <linux/export.h>
 #include <linux/init.h>
@@ -26,6 +28,7 @@
 #include <linux/nodemask.h>
 #include <linux/overflow.h>
 #include <linux/padata.h>
+#include <linux/rwsem.h>
 #include <linux/string.h>
 
 #include "mt_job_internal.h"
@@ -105,13 +108,18 @@ static int mt_job_check(const struct mt_job *job)
 	return -EINVAL;
 }
 
-/* One meaning for a chunk's return in every engine: negative is an error. */
+/*
+ * One meaning for a chunk's return in every engine: negative is an error,
+ * and one below -MAX_ERRNO is -EINVAL, as the Rust engine reads it.
+ */
 static int mt_job_chunk(struct mt_job *job, unsigned long start,
 			unsigned long end)
 {
 	int ret = job->thread_fn(start, end, job->fn_arg);
 
-	return ret < 0 ? ret : 0;
+	if (ret >= 0)
+		return 0;
+	return ret < -MAX_ERRNO ? -EINVAL : ret;
 }
 
 static int mt_job_run_serial(struct mt_job *job)
@@ -167,17 +175,44 @@ static int __init mt_job_run_padata(struct mt_job *job)
 	return atomic_read(&p.error);
 }
 
-/* padata's multithreaded code is __init: only reach it while booting. */
+/*
+ * padata's multithreaded code is __init: jobs may only be in it while init
+ * memory is not freed.  Padata jobs hold the rwsem for reading; the last
+ * initcall level takes it for writing and closes padata for good, so no job
+ * is still in padata when free_initmem() runs after it.
+ */
+static DECLARE_RWSEM(mt_job_padata_rwsem);
+static bool mt_job_padata_closed;
+
 static bool mt_job_padata_usable(void)
 {
-	return system_state < SYSTEM_FREEING_INITMEM;
+	return !READ_ONCE(mt_job_padata_closed);
 }
 
 static int __ref mt_job_try_padata(struct mt_job *job, bool *ran)
 {
-	*ran = mt_job_padata_usable();
-	return *ran ? mt_job_run_padata(job) : 0;
+	int ret = 0;
+
+	*ran = false;
+	/* Closing, or closed: not padata. */
+	if (!down_read_trylock(&mt_job_padata_rwsem))
+		return 0;
+	if (!mt_job_padata_closed) {
+		*ran = true;
+		ret = mt_job_run_padata(job);
+	}
+	up_read(&mt_job_padata_rwsem);
+	return ret;
 }
+
+static int __init mt_job_padata_close(void)
+{
+	down_write(&mt_job_padata_rwsem);
+	WRITE_ONCE(mt_job_padata_closed, true);
+	up_write(&mt_job_padata_rwsem);
+	return 0;
+}
+late_initcall_sync(mt_job_padata_close);
 #else
 static int mt_job_try_padata(struct mt_job *job, bool *ran)
 {
@@ -215,8 +250,8 @@ static enum mt_job_engine mt_job_pick_engine(bool nowait)
  *
  * Return: false when the job would run on the serial engine (chosen with
  * "mt_job.engine=serial", or the only one left: padata after boot or for a
- * nowait job without CONFIG_MT_JOB_RUST) or "mt_job.max_threads=1" caps
- * every job to the caller; true otherwise.
+ * nowait job without CONFIG_MT_JOB_RUST) or "mt_job.max_threads=1" makes
+ * every job one thread; true otherwise.
  */
 bool mt_job_may_use_helpers(bool nowait)
 {
@@ -267,9 +302,11 @@ int __mt_job_run(struct mt_job *job, struct lock_class_key *keys,
 EXPORT_SYMBOL_GPL(__mt_job_run);
 
 /*
- * Create the Rust engine's node workqueue before the first jobs (deferred
- * struct page init, one per node at once) need it.  Workqueues exist by
- * early_initcall time; their per-node pools follow once the topology is known.
+ * Create kernel::mt_job's node workqueue before the first jobs (deferred
+ * struct page init, one per node at once) need it, on every kernel with Rust:
+ * Rust users of kernel::mt_job need it without CONFIG_MT_JOB_RUST too.
+ * Workqueues exist by early_initcall time; their per-node pools follow once
+ * the topology is known.
  */
 static int __init mt_job_init(void)
 {
@@ -277,7 +314,7 @@ static int __init mt_job_init(void)
 	 * On failure jobs queue node-affine helpers on system_unbound_wq; the
 	 * first such job warns once.
 	 */
-	if (IS_ENABLED(CONFIG_MT_JOB_RUST))
+	if (IS_ENABLED(CONFIG_RUST))
 		return mt_job_rust_init();
 	return 0;
 }

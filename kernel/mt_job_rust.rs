@@ -24,9 +24,9 @@ struct Callbacks {
     arg: *mut c_void,
 }
 
-// SAFETY: the C API documents that `thread_fn` and `node_of` are called concurrently from
-// several threads with the same `fn_arg`; synchronising what `fn_arg` points to is the caller's
-// job, as it is with padata.
+// SAFETY: the C API documents (`mt_job.h`) that `thread_fn` is called from several threads at
+// once with the same `fn_arg`; synchronising what `fn_arg` points to is the caller's job, as it
+// is with padata. `node_of` is only called by the thread that called `mt_job_rust_run()`.
 unsafe impl Sync for Callbacks {}
 
 impl Callbacks {
@@ -90,7 +90,8 @@ fn run(job: &mut bindings::mt_job, class: Option<(&'static CStr, &'static ScopeC
     res
 }
 
-/// Prepares the Rust engine at boot; called once from an `early_initcall` in `kernel/mt_job.c`.
+/// Prepares `kernel::mt_job` at boot, with or without `CONFIG_MT_JOB_RUST`; called once from an
+/// `early_initcall` in `kernel/mt_job.c`.
 ///
 /// Returns 0 or the error of creating the node workqueue (jobs then queue node-affine helpers on
 /// `system_unbound_wq`).
@@ -100,6 +101,17 @@ pub extern "C" fn mt_job_rust_init() -> c_int {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }
+}
+
+/// Test hook of `kernel/mt_job_test.c`: makes the `nth` helper (from 1) that the calling
+/// thread's jobs spawn fail as a failed allocation would; 0 turns it off.
+///
+/// Returns what the previous setting still had to count: 0 if it failed a helper or was off.
+#[cfg(CONFIG_MT_JOB_KUNIT_TEST)]
+#[no_mangle]
+pub extern "C" fn mt_job_rust_fail_nth_helper(nth: kernel::ffi::c_uint) -> kernel::ffi::c_uint {
+    let left = kernel::mt_job::fail_helper::set(nth as usize);
+    kernel::ffi::c_uint::try_from(left).unwrap_or(kernel::ffi::c_uint::MAX)
 }
 
 /// Runs `job` on the Rust engine; see `mt_job_run()` for the rules.

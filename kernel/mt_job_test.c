@@ -23,6 +23,8 @@
 #include <linux/spinlock.h>
 #include <linux/topology.h>
 
+#include "mt_job_internal.h"
+
 #define MAX_CHUNKS	1024
 
 struct chunk_rec {
@@ -700,6 +702,17 @@ static int thirds_node(unsigned long index, void *arg)
 }
 
 /*
+ * Every index on the last of the three nodes (the one without CPUs in our
+ * QEMU setup) or on none: no node with CPUs owns a segment.
+ */
+static int lone_node(unsigned long index, void *arg)
+{
+	struct thirds *t = arg;
+
+	return index & 1 ? NUMA_NO_NODE : t->node[2];
+}
+
+/*
  * A node with memory and no CPU: node-affine jobs on it run on the caller,
  * by-index jobs run its chunks somewhere, strict ones too, also with fewer
  * threads than nodes; the engine counts those chunks as off their node.
@@ -793,7 +806,10 @@ static int hotplug_fn(void *arg)
 /*
  * CPUs (and with them whole nodes' CPUs) go offline and online while jobs of
  * every affinity run: every job covers every index exactly once.  At least
- * 250 jobs, and until two hotplug cycles went by (at most 5000 jobs).
+ * 200 jobs of each affinity, and until two hotplug cycles went by (at most
+ * 5000 jobs).  A third of the by-index jobs have no segment on a node with
+ * CPUs, so that the search for a helper's node walks the whole ring of nodes
+ * with CPUs while it changes.
  */
 static void mt_job_test_hotplug(struct kunit *test)
 {
@@ -810,7 +826,7 @@ static void mt_job_test_hotplug(struct kunit *test)
 	init_completion(&h.done);
 	task = kthread_run(hotplug_fn, &h, "mt_job_test/hotplug");
 	KUNIT_ASSERT_FALSE(test, IS_ERR(task));
-	for (i = 0; i < 250 || (READ_ONCE(h.cycles) < 2 && i < 5000); i++) {
+	for (i = 0; i < 5 * 200 || (READ_ONCE(h.cycles) < 2 && i < 5000); i++) {
 		struct mt_job job;
 		int ret;
 
@@ -822,7 +838,7 @@ static void mt_job_test_hotplug(struct kunit *test)
 		job.max_threads = 1 + i % 4;
 		job.affinity = i % 5;
 		job.node = t.node[i % 3];
-		job.node_of = thirds_node;
+		job.node_of = (i / 5) % 3 == 2 ? lone_node : thirds_node;
 		job.nowait = i % 7 == 0;
 		ret = mt_job_run(&job);
 		KUNIT_EXPECT_EQ_MSG(test, ret, 0, "job %u", i);
@@ -903,9 +919,63 @@ static void mt_job_test_nested(struct kunit *test)
 }
 
 /*
+ * Helpers of GFP_KERNEL jobs fail as a failed allocation would (the Rust
+ * engine's test hook: failslab does not fail allocations that may reclaim
+ * unless debugfs says so): every affinity, the nth helper; the job still runs
+ * every index, with no more threads than the helpers before it and the caller.
+ */
+static void alloc_failure_gfp_kernel(struct kunit *test)
+{
+	unsigned int nth, fired = 0, rust = 0;
+	enum mt_job_affinity aff;
+	int nid, node = first_node_with_cpus();
+
+	/* The node with the most CPUs: a node job of one CPU spawns no helper. */
+	for_each_node_state(nid, N_CPU)
+		if (nr_cpus_node(nid) > nr_cpus_node(node))
+			node = nid;
+
+	for (aff = MT_JOB_AFFINITY_NONE; aff <= MT_JOB_AFFINITY_BY_INDEX_STRICT;
+	     aff++) {
+		for (nth = 1; nth <= 4; nth++) {
+			struct rec *r = rec_alloc(test, 0, 4096);
+			struct mt_job job = job_of(r, 0, r->nr);
+			unsigned int left;
+			int ret;
+
+			r->delay_us = 200;
+			job.max_threads = 4;
+			job.affinity = aff;
+			job.node = node;
+			job.node_of = nowait_node;
+			mt_job_rust_fail_nth_helper(nth);
+			ret = mt_job_run(&job);
+			left = mt_job_rust_fail_nth_helper(0);
+			KUNIT_EXPECT_EQ_MSG(test, ret, 0, "affinity %d nth %u",
+					    aff, nth);
+			expect_each_once(test, r);
+			KUNIT_EXPECT_GE(test, job.nr_threads, 1);
+			rust += job.engine == MT_JOB_ENGINE_RUST;
+			if (!left) {
+				fired++;
+				KUNIT_EXPECT_LE_MSG(test, job.nr_threads, nth,
+						    "affinity %d nth %u", aff,
+						    nth);
+			}
+			kunit_kfree(test, r->counts);
+			kunit_kfree(test, r);
+		}
+	}
+	/* On the Rust engine, the first helper of every affinity at least. */
+	if (rust == 5 * 4)
+		KUNIT_EXPECT_GE(test, fired, 5U);
+}
+
+/*
  * The engine's helper and segment allocations fail (failslab's fail-nth,
  * which reaches GFP_NOWAIT allocations): the job still runs every index,
- * with fewer threads.
+ * with fewer threads.  Then the same for GFP_KERNEL jobs through the test
+ * hook.
  */
 static void mt_job_test_alloc_failure(struct kunit *test)
 {
@@ -951,8 +1021,11 @@ static void mt_job_test_alloc_failure(struct kunit *test)
 		if (job.engine == MT_JOB_ENGINE_RUST)
 			KUNIT_EXPECT_EQ(test, job.nr_threads, 1);
 	}
-#else
-	kunit_skip(test, "needs CONFIG_FAILSLAB");
+#endif
+	if (IS_ENABLED(CONFIG_MT_JOB_RUST))
+		alloc_failure_gfp_kernel(test);
+#ifndef CONFIG_FAILSLAB
+	kunit_skip(test, "needs CONFIG_FAILSLAB for GFP_NOWAIT allocations");
 #endif
 }
 

@@ -264,7 +264,7 @@ static bool tlb_free_parallel(struct mmu_gather *tlb)
 		return false;
 	}
 	kfree(batches);
-	/* The caller alone: helpers cancelled, or the engine set to serial. */
+	/* One thread: the caller alone, or a helper that took every batch. */
 	if (job.nr_threads < 2) {
 		count_vm_event(TLB_PARALLEL_FREE_FALLBACK);
 	} else {
@@ -300,8 +300,9 @@ static void tlb_parallel_free_trim(struct mmu_gather *tlb)
  *
  * Frees the pages with the reserved helpers (reserving them now if the
  * gather did not have to grow, as with THPs) when the gather holds at least
- * vm.parallel_free_threshold pages, serially otherwise.  Then gives back the
- * reservation and the batches beyond MAX_GATHER_BATCH_COUNT.
+ * vm.parallel_free_threshold pages and vm.parallel_free is 1, serially
+ * otherwise.  Then gives back the reservation and the batches beyond
+ * MAX_GATHER_BATCH_COUNT.
  *
  * Return: true: every page is freed.
  */
@@ -312,7 +313,9 @@ bool __tlb_parallel_free_flush(struct mmu_gather *tlb)
 	bool freed = false;
 
 	tlb->parallel_free_pages = 0;
-	if (pages >= READ_ONCE(sysctl_parallel_free_threshold)) {
+	/* Not once vm.parallel_free is 0: the gather only shrinks back. */
+	if (static_branch_unlikely(&tlb_parallel_free_key) &&
+	    pages >= READ_ONCE(sysctl_parallel_free_threshold)) {
 		if (!tlb->parallel_free_helpers && !tlb->parallel_free_refused &&
 		    tlb_parallel_free_allowed(tlb))
 			tlb->parallel_free_helpers = tlb_parallel_free_reserve();

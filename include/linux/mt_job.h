@@ -62,10 +62,12 @@ enum mt_job_engine {
 /**
  * struct mt_job - a multithreaded job over the half-open range
  *	[@start, @start + @size)
- * @thread_fn: called for each chunk [start, end) with @fn_arg; returns 0 or a
- *	negative errno (every engine treats a positive return as 0).  The first
- *	error stops new chunks from being handed out and is returned by
- *	mt_job_run().  Runs in process context and may sleep.
+ * @thread_fn: called for each chunk [start, end) with @fn_arg, from the
+ *	calling thread and from helpers at the same time; returns 0 or a
+ *	negative errno (every engine treats a positive return as 0 and one
+ *	below -MAX_ERRNO as -EINVAL).  The first error stops new chunks from
+ *	being handed out and is returned by mt_job_run().  Runs in process
+ *	context and may sleep.
  * @fn_arg: argument of @thread_fn and @node_of.
  * @start: first index of the job (units are the caller's: pfns, pages, ...).
  * @size: number of indices; @start + @size must not overflow.
@@ -78,8 +80,9 @@ enum mt_job_engine {
  *	CPUs, and "mt_job.max_threads=" caps every job.
  * @affinity: where the helpers run, see &enum mt_job_affinity.
  * @node: the node for %MT_JOB_AFFINITY_NODE.
- * @node_of: for the by-index affinities, the node of an index;
- *	%NUMA_NO_NODE, or any node that is not possible, means none.
+ * @node_of: for the by-index affinities, the node of an index: asked for
+ *	the first index of each chunk, only by the calling thread, before any
+ *	chunk runs; %NUMA_NO_NODE, or any node that is not possible, means none.
  * @nowait: the engine allocates its bookkeeping (helpers' work items,
  *	per-node segments) with GFP_NOWAIT instead of GFP_KERNEL, for callers
  *	that must not enter reclaim (the mmu_gather free path); a failed

@@ -68,6 +68,9 @@ mod plan;
 mod shared;
 
 use plan::{Plan, Segment};
+#[cfg(CONFIG_MT_JOB_KUNIT_TEST)]
+#[doc(hidden)]
+pub use shared::fail_helper;
 pub use shared::prepare_node_workqueue;
 use shared::Shared;
 
@@ -204,9 +207,12 @@ pub enum Affinity<'a, I> {
     /// Helpers are spread round-robin over the nodes with CPUs, like padata's `numa_aware`.
     Interleave,
     /// All helpers are queued on this node. The calling thread takes chunks only if it runs on
-    /// that node, if the node has no CPU, or if the job may not wait for helpers (allocation
-    /// flags without `GFP_KERNEL`, see [`Job::alloc_flags`]). The job uses at most as many
+    /// that node, if the node has no CPU, or if the job may not wait for helpers: allocation
+    /// flags without `GFP_KERNEL` (see [`Job::alloc_flags`]), a job run from a work item, or a
+    /// calling thread with `PF_MEMALLOC` set ([`Scope::may_wait`]). The job uses at most as many
     /// threads as the node has online CPUs.
+    ///
+    /// [`Scope::may_wait`]: crate::workqueue::Scope::may_wait
     Node(NodeId),
     /// The closure tells the node of an index (`None`: no node). The range is cut into
     /// segments of chunks whose first index is on the same node; helpers are queued on those

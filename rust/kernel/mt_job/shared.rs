@@ -9,7 +9,7 @@ use super::{
 };
 use crate::{
     alloc::{flags::GFP_KERNEL, Flags},
-    c_str,
+    bindings, c_str,
     error::Result,
     numa::NodeId,
     static_scope_class,
@@ -125,19 +125,22 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
                 Some(next)
             }
             Affinity::ByIndex(_) | Affinity::ByIndexStrict(_) => {
-                // Round-robin over the nodes with CPUs that own a segment, after `prev`.
+                // Round-robin over the nodes with CPUs that own a segment, after `prev`. One lap
+                // of the ring, and no more than `MAX_NUMNODES` steps: CPU hotplug may take
+                // `first` out of the ring meanwhile, and the walk would never come back to it.
                 let first = NodeId::next_with_cpus(*prev)?;
                 let mut node = first;
-                loop {
+                for _ in 0..bindings::MAX_NUMNODES {
                     if self.segments.iter().any(|s| s.node == Some(node)) {
                         *prev = Some(node);
                         return Some(node);
                     }
                     node = NodeId::next_with_cpus(Some(node))?;
                     if node == first {
-                        return None;
+                        break;
                     }
                 }
+                None
             }
         }
     }
@@ -176,6 +179,10 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
                 let node = self.helper_node(affinity, &mut prev);
                 // A strict helper without a node would take nothing.
                 if self.strict && node.is_none() {
+                    break;
+                }
+                // A test failing this helper's allocation.
+                if fail_helper::should_fail() {
                     break;
                 }
                 let res = match node {
@@ -238,8 +245,8 @@ static NODE_QUEUE_WARNED: AtomicBool = AtomicBool::new(false);
 /// affinity, so that its workers run only on the CPUs of the node they were queued on.
 ///
 /// `system_unbound_wq` is not strict: the scheduler may wake its workers on any CPU, and in our
-/// KUnit runs (4 vCPUs, 2 nodes) a helper queued on one node ran chunks on the other in one run
-/// of ten. Without the node workqueue, jobs use `system_unbound_wq`, and the first such job
+/// KUnit runs (then 4 vCPUs on 2 nodes) a helper queued on one node ran chunks on the other in
+/// one run of ten. Without the node workqueue, jobs use `system_unbound_wq`, and the first such job
 /// warns once.
 fn node_queue() -> &'static Queue {
     let queue = NODE_QUEUE.load(Ordering::Acquire);
@@ -253,38 +260,84 @@ fn node_queue() -> &'static Queue {
     workqueue::system_unbound()
 }
 
-/// Creates the workqueue of node-affine helpers; called once at boot.
+/// Whether [`prepare_node_workqueue`] was called.
+static NODE_QUEUE_TRIED: AtomicBool = AtomicBool::new(false);
+
+/// Creates the workqueue of node-affine helpers; only the first call does anything.
 ///
-/// Boot code calls it from an `early_initcall` (`kernel/mt_job.c`), before the first jobs
-/// (deferred struct page init on every node at once). It is not created on demand: creating a
-/// workqueue takes `wq_pool_mutex` and allocates with `GFP_KERNEL`, which a job's caller may not
-/// be able to do.
+/// `kernel/mt_job.c` calls it from an `early_initcall` on every kernel built with
+/// `CONFIG_RUST`, before the first jobs (deferred struct page init on every node at once). It is
+/// not created on demand, nor by a later call after the first failed: creating a workqueue takes
+/// `wq_pool_mutex` and allocates with `GFP_KERNEL`, which a job's caller may not be able to do.
 ///
 /// # Errors
 ///
-/// Returns [`EBUSY`] if it was already created, or the error of creating it (then jobs use
-/// `system_unbound_wq` and warn once).
+/// Returns [`EBUSY`] on any call but the first, or the error of creating the workqueue (then jobs
+/// use `system_unbound_wq` and the first job that needs a node warns once).
 ///
 /// [`EBUSY`]: crate::error::code::EBUSY
 pub fn prepare_node_workqueue() -> Result {
-    if !NODE_QUEUE.load(Ordering::Acquire).is_null() {
+    if NODE_QUEUE_TRIED.swap(true, Ordering::AcqRel) {
         return Err(crate::error::code::EBUSY);
     }
     let queue = workqueue::OwnedQueue::new_unbound_numa_strict(crate::c_str!("mt_job_node"))?;
-    let ptr: *const Queue = &*queue;
-    if NODE_QUEUE
-        .compare_exchange(
-            core::ptr::null_mut(),
-            ptr.cast_mut(),
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        )
-        .is_err()
-    {
-        // Another caller made it meanwhile: destroy ours.
-        return Err(crate::error::code::EBUSY);
-    }
-    // Published above: it must never be destroyed.
-    queue.leak();
+    // Never destroyed: jobs may use it at any time from now on.
+    let queue: *const Queue = queue.leak();
+    // Only the first call gets here: nobody else stores it.
+    NODE_QUEUE.store(queue.cast_mut(), Ordering::Release);
     Ok(())
+}
+
+/// A test hook that makes helper allocations of the calling thread's jobs fail.
+///
+/// Helpers are allocated with the job's flags. `failslab` and `fail_page_alloc` never fail an
+/// allocation that may reclaim (`__GFP_DIRECT_RECLAIM`, as in [`GFP_KERNEL`]) unless debugfs says
+/// otherwise (`ignore-gfp-wait`), which the boot-time KUnit run of `kernel/mt_job_test.c` cannot
+/// set. Built only with `CONFIG_MT_JOB_KUNIT_TEST`; it fails a helper as a failed allocation
+/// would: the job goes on with the helpers it has.
+#[cfg(CONFIG_MT_JOB_KUNIT_TEST)]
+pub mod fail_helper {
+    use crate::task::Task;
+    use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+    /// The thread whose jobs' helpers are counted.
+    static TASK: AtomicPtr<Task> = AtomicPtr::new(core::ptr::null_mut());
+    /// The helpers still to count before the one that fails; 0 when off.
+    static NTH: AtomicUsize = AtomicUsize::new(0);
+
+    /// Makes the `nth` helper (counting from 1) that jobs of the calling thread spawn from now on
+    /// fail as if it could not be allocated; `0` turns the hook off.
+    ///
+    /// Returns what the previous setting still had to count: `0` if it failed a helper (or was
+    /// off).
+    pub fn set(nth: usize) -> usize {
+        let me: *const Task = crate::current!();
+        TASK.store(me.cast_mut(), Ordering::Relaxed);
+        NTH.swap(nth, Ordering::Relaxed)
+    }
+
+    /// Returns whether the helper the calling thread is about to spawn must fail.
+    pub(super) fn should_fail() -> bool {
+        let me: *const Task = crate::current!();
+        if TASK.load(Ordering::Relaxed) != me.cast_mut() {
+            return false;
+        }
+        // Only the thread that set the hook gets here.
+        match NTH.load(Ordering::Relaxed) {
+            0 => false,
+            n => {
+                NTH.store(n - 1, Ordering::Relaxed);
+                n == 1
+            }
+        }
+    }
+}
+
+#[cfg(not(CONFIG_MT_JOB_KUNIT_TEST))]
+mod fail_helper {
+    /// Without the KUnit tests, no helper fails on purpose.
+    #[inline(always)]
+    pub(super) fn should_fail() -> bool {
+        false
+    }
 }

@@ -77,6 +77,39 @@ impl OwnedQueue {
         Ok(queue)
     }
 
+    /// Allocates an ordered workqueue, as `alloc_ordered_workqueue()` does: unbound, and its
+    /// work items run one at a time in the order they were queued.
+    ///
+    /// `alloc_workqueue()` copies `name`.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`ENOMEM`] if the workqueue could not be allocated.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::{c_str, workqueue::OwnedQueue};
+    ///
+    /// let queue = OwnedQueue::new_ordered(c_str!("doc_ordered"))?;
+    /// queue.try_spawn(GFP_KERNEL, || pr_info!("first\n"))?;
+    /// queue.try_spawn(GFP_KERNEL, || pr_info!("second, after the first returned\n"))?;
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn new_ordered(name: &CStr) -> Result<Self> {
+        // SAFETY: the format string takes one string argument, and `name` is a valid C string.
+        let wq = unsafe {
+            bindings::alloc_workqueue(
+                c_str!("%s").as_char_ptr(),
+                bindings::wq_flags_WQ_UNBOUND | bindings::wq_flags___WQ_ORDERED,
+                1,
+                name.as_char_ptr(),
+            )
+        };
+        // INVARIANT: the workqueue was just allocated; only `drop` destroys it.
+        Ok(Self(NonNull::new(wq).ok_or(ENOMEM)?))
+    }
+
     /// Keeps the workqueue for the rest of the kernel's life and returns it.
     ///
     /// # Examples

@@ -143,6 +143,10 @@ macro_rules! scope {
 /// closure started (the closure was dropped, never called) or its closure has returned; the
 /// items' memory is freed and no workqueue holds a pointer to it.
 ///
+/// The guarantee holds once `workqueue_init()` has run, before the first `early_initcall`:
+/// before it, `flush_work()` warns and returns without waiting. No Rust code is called that early
+/// (the earliest, `kernel/mt_job.c`, is an `early_initcall`).
+///
 /// The guarantee assumes that the calling thread reaches the join: a panic is `BUG()` in the
 /// kernel and kills the thread without unwinding. If a closure panics, the join waits forever
 /// (a hung task, not a use-after-free, since the borrowed frame stays alive); if the calling
@@ -398,6 +402,38 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// // dropped by the time the scope returned.
     /// assert_eq!(ran.load(Ordering::Relaxed) + cancelled, 8);
     /// assert_eq!(dropped.load(Ordering::Relaxed), 8);
+    ///
+    /// // On an ordered workqueue, items after one that waits cannot start: they are cancelled.
+    /// use core::sync::atomic::AtomicBool;
+    /// use kernel::{c_str, workqueue::OwnedQueue};
+    ///
+    /// # // No sleeping function in the kernel crate of this release.
+    /// # fn sleep_a_little() {
+    /// #     // SAFETY: `msleep()` may be called where sleeping is allowed, as in a work item.
+    /// #     unsafe { kernel::bindings::msleep(1) };
+    /// # }
+    /// let queue = OwnedQueue::new_ordered(c_str!("doc_cancel_ordered"))?;
+    /// let (ran, go) = (AtomicUsize::new(0), AtomicBool::new(false));
+    /// let cancelled = scope!("doc_cancel_ordered", |s| -> Result<usize> {
+    ///     let (r, g) = (&ran, &go);
+    ///     s.spawn(&queue, GFP_KERNEL, move || {
+    ///         while !g.load(Ordering::Acquire) {
+    ///             sleep_a_little();
+    ///         }
+    ///         r.fetch_add(1, Ordering::Relaxed);
+    ///     })?;
+    ///     for _ in 0..7 {
+    ///         s.spawn(&queue, GFP_KERNEL, move || {
+    ///             r.fetch_add(1, Ordering::Relaxed);
+    ///         })?;
+    ///     }
+    ///     let cancelled = s.cancel_unstarted();
+    ///     go.store(true, Ordering::Release);
+    ///     Ok(cancelled)
+    /// })?;
+    /// // The seven behind the first for sure; the first too if it had not started yet.
+    /// assert!(cancelled >= 7);
+    /// assert_eq!(ran.load(Ordering::Relaxed) + cancelled, 8);
     /// # Ok::<(), Error>(())
     /// ```
     pub fn cancel_unstarted(&self) -> usize {
