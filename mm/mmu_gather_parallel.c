@@ -47,7 +47,6 @@
 #include <linux/nodemask.h>
 #include <linux/oom.h>
 #include <linux/sched.h>
-#include <linux/sched/cputime.h>
 #include <linux/sched/signal.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
@@ -183,7 +182,7 @@ static int tlb_free_batches(unsigned long start, unsigned long end,
 
 	/* Each batch is freed by one thread, MAX_NR_FOLIOS_PER_FREE at a time. */
 	for (; start < end; start++)
-		__tlb_batch_free_encoded_pages(batches[start].batch);
+		tlb_batch_free_encoded_pages(batches[start].batch);
 	return 0;
 }
 
@@ -325,7 +324,7 @@ bool __tlb_parallel_free_flush(struct mmu_gather *tlb)
 	}
 	if (!freed) {
 		for (batch = &tlb->local; batch && batch->nr; batch = batch->next)
-			__tlb_batch_free_encoded_pages(batch);
+			tlb_batch_free_encoded_pages(batch);
 	}
 	if (tlb->parallel_free_helpers)
 		tlb_parallel_free_release(tlb);
