@@ -31,7 +31,10 @@
  * @MT_JOB_AFFINITY_BY_INDEX_STRICT: as %MT_JOB_AFFINITY_BY_INDEX, but the
  *	chunks of node N run only on a helper queued on node N or on the caller
  *	if it runs on node N; chunks of nodes without CPUs or without a helper
- *	(@mt_job.max_threads below the number of nodes) run on the caller.
+ *	(@mt_job.max_threads below the number of nodes) run on the caller.  A
+ *	caller on a node without chunks, when the threads suffice for a helper
+ *	on each node of the chunks (all with CPUs), does not count as a thread
+ *	and runs only what the helpers left.
  *
  * Whatever the affinity, once every helper has finished or was cancelled
  * before it started, the caller runs any chunk left, so placement is best

@@ -223,9 +223,12 @@ pub enum Affinity<'a, I> {
     /// the chunks of node N run on a helper queued on node N, or on the caller if it runs on
     /// node N. Chunks of no node (`None`), of a node without CPUs, or of a node no helper was
     /// queued for (when `max_threads` is below the number of nodes, or a helper could not be
-    /// allocated) run on the caller. Placement is best effort: whatever a helper could not do
-    /// (it was cancelled, or its node lost its CPUs) the caller runs after the helpers
-    /// finished, and [`Report::off_node`] counts it.
+    /// allocated) run on the caller. A caller on a node without chunks, in a job whose threads
+    /// suffice for a helper on each node of its chunks (all with CPUs), does not count as a
+    /// thread: each of those nodes gets a helper, and the caller runs only what they left.
+    /// Placement is best effort: whatever a helper could not do (it was cancelled, or its node
+    /// lost its CPUs) the caller runs after the helpers finished, and [`Report::off_node`]
+    /// counts it.
     ByIndexStrict(&'a (dyn Fn(I) -> Option<NodeId> + Sync)),
 }
 

@@ -113,6 +113,24 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
         }
     }
 
+    /// Returns whether, in a strict job, no chunk is on node `me` and the job's threads suffice
+    /// for one helper on every node of its chunks, all of which have CPUs.
+    fn helpers_cover_all(&self, me: NodeId) -> bool {
+        let mut nodes = 0;
+        for (i, seg) in self.segments.iter().enumerate() {
+            match seg.node {
+                Some(n) if n != me && n.has_cpus() => {
+                    // Counted at its first segment only.
+                    if !self.segments[..i].iter().any(|s| s.node == seg.node) {
+                        nodes += 1;
+                    }
+                }
+                _ => return false,
+            }
+        }
+        nodes <= self.plan.threads
+    }
+
     /// Picks the node of the next helper's work item; `None` queues it on any CPU.
     fn helper_node(&self, affinity: &Affinity<'_, I>, prev: &mut Option<NodeId>) -> Option<NodeId> {
         match affinity {
@@ -164,9 +182,13 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
             // reclaim or from a work item (`Scope::may_wait`).
             let may_wait = flags.contains(GFP_KERNEL) && s.may_wait();
             // A node job keeps the calling thread off other nodes' chunks if it can wait for
-            // helpers; a node without CPUs gets no helper that could run there anyway.
+            // helpers; a node without CPUs gets no helper that could run there anyway. A strict
+            // caller whose node has no chunk would take those of a node that got no helper:
+            // where the threads suffice for a helper on every node, it leaves its thread to
+            // one and only runs what is left after the join.
             let caller_works = match affinity {
                 Affinity::Node(node) => *node == me || !node.has_cpus() || !may_wait,
+                _ if self.strict => !may_wait || !self.helpers_cover_all(me),
                 _ => true,
             };
             // Where the calling thread may not take every chunk (strict jobs, node jobs it is

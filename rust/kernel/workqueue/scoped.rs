@@ -403,20 +403,23 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// assert_eq!(ran.load(Ordering::Relaxed) + cancelled, 8);
     /// assert_eq!(dropped.load(Ordering::Relaxed), 8);
     ///
-    /// // On an ordered workqueue, items after one that waits cannot start: they are cancelled.
+    /// // On an ordered workqueue, items behind one that is running and waits cannot start: they
+    /// // are cancelled.
     /// use core::sync::atomic::AtomicBool;
     /// use kernel::{c_str, workqueue::OwnedQueue};
     ///
     /// # // No sleeping function in the kernel crate of this release.
     /// # fn sleep_a_little() {
-    /// #     // SAFETY: `msleep()` may be called where sleeping is allowed, as in a work item.
+    /// #     // SAFETY: `msleep()` may be called where sleeping is allowed.
     /// #     unsafe { kernel::bindings::msleep(1) };
     /// # }
     /// let queue = OwnedQueue::new_ordered(c_str!("doc_cancel_ordered"))?;
-    /// let (ran, go) = (AtomicUsize::new(0), AtomicBool::new(false));
+    /// let ran = AtomicUsize::new(0);
+    /// let (started, go) = (AtomicBool::new(false), AtomicBool::new(false));
     /// let cancelled = scope!("doc_cancel_ordered", |s| -> Result<usize> {
-    ///     let (r, g) = (&ran, &go);
+    ///     let (r, st, g) = (&ran, &started, &go);
     ///     s.spawn(&queue, GFP_KERNEL, move || {
+    ///         st.store(true, Ordering::Release);
     ///         while !g.load(Ordering::Acquire) {
     ///             sleep_a_little();
     ///         }
@@ -427,12 +430,15 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     ///             r.fetch_add(1, Ordering::Relaxed);
     ///         })?;
     ///     }
+    ///     // Cancelling the first before it started would let the next ones start.
+    ///     while !started.load(Ordering::Acquire) {
+    ///         sleep_a_little();
+    ///     }
     ///     let cancelled = s.cancel_unstarted();
     ///     go.store(true, Ordering::Release);
     ///     Ok(cancelled)
     /// })?;
-    /// // The seven behind the first for sure; the first too if it had not started yet.
-    /// assert!(cancelled >= 7);
+    /// assert_eq!(cancelled, 7);
     /// assert_eq!(ran.load(Ordering::Relaxed) + cancelled, 8);
     /// # Ok::<(), Error>(())
     /// ```
