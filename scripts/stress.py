@@ -146,19 +146,18 @@ def boot_clean(check, what, g, extra, name):
     return log
 
 
-def free_cases(check, what, log, expect_counted=False, cpus=4):
-    """Every FREECASE in LOG: the workload succeeded, memory came back, and
-    a parallel flush had at least two threads.  The free memory tolerance
-    is freetest's for 4 vCPUs, scaled with the vCPUs (per-CPU caches)."""
-    tolerance = guest.FREE_TOLERANCE_KB * max(cpus, 4) // 4
+def free_cases(check, what, g, log, expect_counted=False):
+    """Every FREECASE in LOG, from guest G: the workload succeeded, a
+    parallel flush had at least two threads, and memory came back in each
+    case and over the run (guest.free_memory_checks() with G's tolerance)."""
     cases = guest.FREECASE_RE.findall(log)
     check(bool(cases), f"{what}: {len(cases)} teardown cases ran")
+    guest.free_memory_checks(check, f"{what}: ", cases,
+                             guest.free_tolerance_kb(g))
     for name, rc, before, after, pf, pft, pff, png in cases:
-        rc, before, after = int(rc), int(before), int(after)
-        pf, pft = int(pf), int(pft)
-        check(rc == 0 and after >= before - tolerance and
-              pft >= 2 * pf, f"{what}: {name}: rc={rc}, MemFree {before} -> "
-              f"{after} kB, {pf} parallel flushes with {pft} threads")
+        rc, pf, pft = int(rc), int(pf), int(pft)
+        check(rc == 0 and pft >= 2 * pf, f"{what}: {name}: rc={rc}, "
+              f"{pf} parallel flushes with {pft} threads")
         if expect_counted:
             check(pf >= 1, f"{what}: {name}: the parallel path ran ({pf})")
 
@@ -195,7 +194,7 @@ def part_kasan(args, check):
     g = guest_args(args, kbuild, 2, 4, 8)
     g.timeout = 3600
     log = boot_clean(check, "faults", g, "mtjob.free=faults", "faults.log")
-    free_cases(check, "faults", log)
+    free_cases(check, "faults", g, log)
     pff = sum(int(c[6]) for c in guest.FREECASE_RE.findall(log))
     check(pff > 0, f"faults: flushes at the threshold fell back to the "
           f"caller alone when allocations failed ({pff})")
@@ -239,7 +238,7 @@ def part_kcsan(args, check):
           "elsewhere)")
     for x in sorted(set(others)):
         print(f"  kcsan (not ours): {x}")
-    free_cases(check, "kcsan", log)
+    free_cases(check, "kcsan", g, log)
 
 
 def part_hotplug(args, check):
@@ -254,7 +253,7 @@ def part_hotplug(args, check):
           f"times in {args.hotplug_seconds} s of teardowns ({path})")
     check(not r["bad"], "hotplug: clean log"
           + (f": {r['bad'][0]}" if r["bad"] else ""))
-    free_cases(check, "hotplug", log, expect_counted=True)
+    free_cases(check, "hotplug", g, log, expect_counted=True)
 
 
 def server_boot(args, check, what, g, engines, extra=""):
@@ -303,7 +302,7 @@ def part_server(args, check):
     g.timeout = 3600
     log = boot_clean(check, "server: free tests", g, "mtjob.free=test",
                      "server-free.log")
-    free_cases(check, "server", log, cpus=16)
+    free_cases(check, "server", g, log)
     # A node with memory and no CPU next to two with CPUs.
     g = guest_args(args, args.kbuild, 2, 2, 12, memonly=1)
     g.timeout = 600
