@@ -226,10 +226,10 @@ norust() {
 		tee "$logs/norust-hugetlb.txt"
 	[ "${PIPESTATUS[0]}" = 0 ] || return 1
 	local a b
-	a=$(grep -o 'node [0-9]* deferred pages initialised in [0-9]*ms ([0-9]* pages' \
-		"$logs/boottest-rust.log" | sed 's/in [0-9]*ms (//' | sort)
-	b=$(grep -o 'node [0-9]* deferred pages initialised in [0-9]*ms ([0-9]* pages' \
-		"$logs/norust/boottest-padata.log" | sed 's/in [0-9]*ms (//' | sort)
+	a=$(grep -o 'node [0-9]* deferred init: [0-9]* pages' \
+		"$logs/boottest-rust.log" | sort)
+	b=$(grep -o 'node [0-9]* deferred init: [0-9]* pages' \
+		"$logs/norust/boottest-padata.log" | sort)
 	if [ -z "$a" ] || [ "$a" != "$b" ]; then
 		printf 'deferred pages differ: Rust kernel\n%s\nkernel without Rust\n%s\n' "$a" "$b"
 		return 1

@@ -30,9 +30,12 @@ import benchplot
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUSYBOX = "/bin/busybox"
 
+# The pr_debug() line deferred_init_memmap() prints after upstream's "node N
+# deferred pages initialised in Mms" (DEFERRED_DEBUG shows it).
 DEFERRED_RE = re.compile(
-    r"node (\d+) deferred pages initialised in \d+ms \((\d+) pages in (\d+) us, "
-    r"engine (\w+), (\d+) threads, (\d+) more grown on demand\)")
+    r"node (\d+) deferred init: (\d+) pages in (\d+) us, engine (\w+), "
+    r"(\d+) threads, (\d+) pages grown on demand before")
+DEFERRED_DEBUG = "mm_init.dyndbg=+p"
 MEMINFO_RE = re.compile(r"^(MemTotal|MemFree):\s+(\d+) kB", re.M)
 HUGE_NODE_RE = re.compile(r"^hugetlb node(\d+) hugepages-(\d+)kB (\d+)$", re.M)
 HUGE_REPORT_RE = re.compile(
@@ -163,7 +166,8 @@ def boot(args, spec, extra=""):
     # nokaslr: a randomly placed kernel image changes the memblock
     # reservations, and so the free page counts, by a few pages per boot.
     cmdline = ("console=ttyS0 panic=-1 kunit.enable=0 loglevel=1 nokaslr "
-               f"mt_job.engine={engine} {params} {args.append} {extra}").strip()
+               f"{DEFERRED_DEBUG} mt_job.engine={engine} {params} "
+               f"{args.append} {extra}").strip()
     cmd = qemu_cmd(args, kernel, args.initrd, cmdline)
     t0 = time.monotonic()
     try:
@@ -544,29 +548,26 @@ FREE_CASES = {
     # Out-of-range sysctl values refused: only the exit code counts.
     "sysctl-bounds": None,
 }
-# Free memory (MemFree + per-CPU lists) after a case may be below what it was
-# before by this much (kB): slab and page tables still held, vmstat drift.
-# The readings step by about 8 MiB in either direction with nothing run
-# between them (build/logs/freetest.log of a063bf7: munmap-2g-thp-off ends
-# at 8093660 kB, munmap-2g-thp-on starts at 8085564 kB), so one case can
-# read two steps apart: 16 MiB was exceeded once in CI (rt: 8101772 ->
-# 8085320 kB, the "before" reading 8 MiB above its neighbours).  The leaks
-# this looks for are the size of a case's workload (1.2 to 6 GiB); leaks
-# small enough to hide in one case's tolerance add up in the whole-boot
-# check (first reading to last), which has the same tolerance.
+# Free memory (MemFree + per-CPU lists, read by free.sh after dropping caches
+# and shrinking every slab cache) after a case may be below what it was
+# before by this much (kB): page tables and slab still held, vmstat drift.
+# The readings have stepped by about 8 MiB in either direction with nothing
+# run between them (build/logs/freetest.log of a063bf7: munmap-2g-thp-off
+# ends at 8093660 kB, munmap-2g-thp-on starts at 8085564 kB), so one case
+# can read two steps apart: 16 MiB was exceeded once in CI (rt: 8101772 ->
+# 8085320 kB, the "before" reading 8 MiB above its neighbours), before
+# free.sh shrank the slab caches.  The cases' workloads are 64 MiB to 6 GiB
+# (the scheduling and cgroup cases 256 MiB), so losing any of them whole
+# still fails; leaks small enough to hide in one case's tolerance add up in the
+# whole-run check (first reading to last, over about 25 cases), which has
+# the same tolerance.
 FREE_TOLERANCE_KB = 32 * 1024
 
 
 def free_tolerance_kb(args):
-    """FREE_TOLERANCE_KB for the guest ARGS describes (ARGS.mem_gib,
-    ARGS.cpus, the kernel in ARGS.kbuild): scaled with the vCPUs above 4 (per-CPU caches), and on
-    a KASAN kernel plus its quarantine, which holds freed slab objects (and
-    their slab pages) up to 1/32 of memory (QUARANTINE_FRACTION in
-    mm/kasan/quarantine.c) and cannot be drained from user space."""
-    kb = FREE_TOLERANCE_KB * max(args.cpus, 4) // 4
-    if kconfig(args, "KASAN") == "y":
-        kb += args.mem_gib * 1024 * 1024 // 32
-    return kb
+    """FREE_TOLERANCE_KB for the guest ARGS describes, scaled with its vCPUs
+    above 4 (ARGS.cpus; per-CPU caches)."""
+    return FREE_TOLERANCE_KB * max(args.cpus, 4) // 4
 
 
 def free_memory_checks(check, what, cases, tolerance):

@@ -17,9 +17,11 @@ LOWEST=9690
 arg() { sed -n "s/.*[ ]$1=\([^ ]*\).*/\1/p" /proc/cmdline; }
 # Free memory in kB: MemFree plus the pages on per-CPU lists (zoneinfo's
 # "count"), which MemFree leaves out until they are drained.  Page cache and
-# reclaimable slab are dropped first and the reading waits a second, so that
-# memory freed late by the previous case (RCU, lazy vmalloc purge, shrinkers)
-# is not counted as this case's leak or gain.
+# reclaimable slab are dropped first, then every slab cache is shrunk (its
+# per-CPU and empty slabs freed; on a generic KASAN kernel this also frees
+# the cache's objects in the quarantine), and the reading waits a second, so
+# that memory freed late by the previous case (RCU, lazy vmalloc purge,
+# shrinkers) is not counted as this case's leak or gain.
 # The highest of three readings a second apart: memory still on its way
 # back (RCU, per-CPU caches) lowers one reading, a leak lowers all three.
 memfree() {
@@ -27,6 +29,9 @@ memfree() {
 	for mf_try in 1 2 3; do
 		sync
 		echo 3 > $VM/drop_caches
+		for mf_shrink in /sys/kernel/slab/*/shrink; do
+			echo 1 > "$mf_shrink"
+		done 2>/dev/null
 		sleep 1
 		pcp=$(awk '$1 == "count:" { n += $2 } END { print n * 4 }' /proc/zoneinfo)
 		mf=$(($(awk '$1 == "MemFree:" { print $2 }' /proc/meminfo) + pcp))
