@@ -244,6 +244,19 @@ def part_kcsan(args, check):
 def part_hotplug(args, check):
     g = guest_args(args, args.kbuild, 4, 8, 8)
     g.timeout = args.hotplug_seconds + 1200
+    if args.hotplug_control:
+        # The same with the parallel free off: whatever its log shows does
+        # not come from the parallel free.
+        r, log = guest.boot(g, "rust", "mtjob.free=hotplug-serial "
+                            f"mtjob.hotplug_seconds={args.hotplug_seconds}")
+        path = guest.save_log(g, "hotplug-serial.log", log)
+        m = guest.FREEHOTPLUG_RE.search(log)
+        print(f"stress: hotplug: control run, parallel free off: "
+              f"{m.group(1) if m else 0} cycles, "
+              f"{'log: ' + r['bad'][0] if r['bad'] else 'clean log'} "
+              f"({path})", flush=True)
+        check(r["ok"] and m is not None and int(m.group(1)) > 0,
+              "hotplug: the control run (parallel free off) ran")
     r, log = guest.boot(g, "rust", "mtjob.free=hotplug "
                         f"mtjob.hotplug_seconds={args.hotplug_seconds}")
     path = guest.save_log(g, "hotplug.log", log)
@@ -330,6 +343,9 @@ def main():
     ap.add_argument("--jobs", type=int, default=100000,
                     help="random: jobs per case")
     ap.add_argument("--hotplug-seconds", type=int, default=600)
+    ap.add_argument("--hotplug-control", action="store_true",
+                    help="hotplug: first the same run with the parallel "
+                    "free off, for telling what its log shows apart")
     ap.add_argument("--quick", action="store_true",
                     help="kasan/kcsan: KUnit, boot tests and fault "
                     "injection only, no free tests (about 25 minutes less)")

@@ -319,8 +319,10 @@ faults)
 	run_case faults-loop inject free_test loop 20 96
 	echo "FAULTS $(faults_count)"
 	;;
-hotplug)
-	echo 1 > $VM/parallel_free
+hotplug|hotplug-serial)
+	# hotplug-serial: the same teardowns and hotplug with the parallel free
+	# off, the control for whatever the hotplug run's log shows.
+	[ "$(arg mtjob.free)" = hotplug ] && echo 1 > $VM/parallel_free
 	echo $LOWEST > $VM/parallel_free_threshold
 	run_case hotplug hotplug
 	;;
