@@ -244,7 +244,7 @@ def part_kcsan(args, check):
 def part_hotplug(args, check):
     g = guest_args(args, args.kbuild, 4, 8, 8)
     g.timeout = args.hotplug_seconds + 1200
-    if args.hotplug_control:
+    if args.hotplug_control or args.hotplug_control_only:
         # The same with the parallel free off: whatever its log shows does
         # not come from the parallel free.
         r, log = guest.boot(g, "rust", "mtjob.free=hotplug-serial "
@@ -257,6 +257,8 @@ def part_hotplug(args, check):
               f"({path})", flush=True)
         check(r["ok"] and m is not None and int(m.group(1)) > 0,
               "hotplug: the control run (parallel free off) ran")
+        if args.hotplug_control_only:
+            return
     r, log = guest.boot(g, "rust", "mtjob.free=hotplug "
                         f"mtjob.hotplug_seconds={args.hotplug_seconds}")
     path = guest.save_log(g, "hotplug.log", log)
@@ -346,6 +348,9 @@ def main():
     ap.add_argument("--hotplug-control", action="store_true",
                     help="hotplug: first the same run with the parallel "
                     "free off, for telling what its log shows apart")
+    ap.add_argument("--hotplug-control-only", action="store_true",
+                    help="hotplug: only that control run (to run it next "
+                    "to a plain hotplug run, under the same load)")
     ap.add_argument("--quick", action="store_true",
                     help="kasan/kcsan: KUnit, boot tests and fault "
                     "injection only, no free tests (about 25 minutes less)")

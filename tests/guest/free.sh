@@ -236,6 +236,32 @@ hotplug() {
 	return $rc
 }
 
+# The scheduler's events while CPUs go up and down, kept for when a
+# warning fires: traceoff_on_warning stops tracing at the first WARN, so
+# the per-CPU buffers end with what each CPU did just before it (which task
+# a "Dying CPU not properly vacated!" dump could not name, say).  Printed
+# only if tracing was turned off, as TRACE lines, the last 300 events of
+# each CPU.
+TRACE=/sys/kernel/tracing
+sched_trace_setup() {
+	mount -t tracefs nodev $TRACE 2>/dev/null
+	[ -d $TRACE/events/sched ] || { echo "free.sh: no $TRACE/events/sched"; return 1; }
+	echo 1024 > $TRACE/buffer_size_kb || return 1
+	for e in sched_switch sched_wakeup sched_wakeup_new \
+		sched_migrate_task sched_process_exit sched_process_free; do
+		echo 1 > $TRACE/events/sched/$e/enable || return 1
+	done
+	echo 1 > /proc/sys/kernel/traceoff_on_warning &&
+		echo 1 > $TRACE/tracing_on
+}
+sched_trace_report() {
+	[ "$(cat $TRACE/tracing_on)" = 0 ] || return 0
+	echo "TRACE a warning turned tracing off; each CPU's last events:"
+	for d in $TRACE/per_cpu/cpu*; do
+		tail -n 300 $d/trace | sed "s/^/TRACE ${d##*/}: /"
+	done
+}
+
 # Fault injection (make stress; CONFIG_FAIL_PAGE_ALLOC, CONFIG_FAILSLAB,
 # CONFIG_FAULT_INJECTION_DEBUG_FS): half of the GFP_NOWAIT/GFP_ATOMIC page
 # and slab allocations of the tasks run with inject fail (task-filter; those
@@ -324,7 +350,9 @@ hotplug|hotplug-serial)
 	# off, the control for whatever the hotplug run's log shows.
 	[ "$(arg mtjob.free)" = hotplug ] && echo 1 > $VM/parallel_free
 	echo $LOWEST > $VM/parallel_free_threshold
+	sched_trace_setup || exit 1
 	run_case hotplug hotplug
+	sched_trace_report
 	;;
 bench)
 	bench
