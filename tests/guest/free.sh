@@ -251,6 +251,15 @@ sched_trace_setup() {
 		sched_migrate_task sched_process_exit sched_process_free; do
 		echo 1 > $TRACE/events/sched/$e/enable || return 1
 	done
+	# And the deadline timer, which also starts and replenishes the fair
+	# class's dl_server (rq->fair_server): enqueued, that server counts in
+	# rq->nr_running in 6.12 without being a task.
+	dl=$(awk '$3 == "dl_task_timer" { print $1; exit }' /proc/kallsyms)
+	[ -n "$dl" ] || { echo "free.sh: no dl_task_timer in /proc/kallsyms"; return 1; }
+	for e in hrtimer_start hrtimer_expire_entry; do
+		echo "function == 0x$dl" > $TRACE/events/timer/$e/filter &&
+			echo 1 > $TRACE/events/timer/$e/enable || return 1
+	done
 	echo 1 > /proc/sys/kernel/traceoff_on_warning &&
 		echo 1 > $TRACE/tracing_on
 }
