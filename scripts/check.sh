@@ -77,6 +77,12 @@ rustfmt_check() {
 }
 stage rustfmt rustfmt_check; count $?
 
+# The guest log checks the boot and free tests rely on (tests/test_guest_log.py).
+harness() {
+	python3 -m unittest discover -s "$repo/tests" -p 'test_*.py' -v
+}
+stage harness harness; count $?
+
 checkpatch() {
 	local patches f m rc=0
 	# The series as posted: one patch per logical change (series/series.conf).

@@ -162,10 +162,14 @@ def boot(args, spec, extra=""):
     kernel = os.path.join(args.kbuild, "arch", "x86", "boot", "bzImage")
     if not os.path.exists(kernel):
         die(f"{kernel} is missing: run 'make kernel' first")
-    # The console stays quiet; the guest's init prints the whole dmesg.
+    # The console stays quiet; the guest's init prints the whole dmesg,
+    # which log_buf_len keeps from boot on: the default 128 KiB lasted about
+    # 180 s of a CPU hotplug run and lost a warning (parse() checks that
+    # the dmesg still starts at boot).
     # nokaslr: a randomly placed kernel image changes the memblock
     # reservations, and so the free page counts, by a few pages per boot.
     cmdline = ("console=ttyS0 panic=-1 kunit.enable=0 loglevel=1 nokaslr "
+               f"log_buf_len={LOG_BUF_LEN} "
                f"{DEFERRED_DEBUG} mt_job.engine={engine} {params} "
                f"{args.append} {extra}").strip()
     cmd = qemu_cmd(args, kernel, args.initrd, cmdline)
@@ -179,7 +183,64 @@ def boot(args, spec, extra=""):
             e.stdout, bytes) else (e.stdout or "")
         log += f"\nguest: timed out after {args.timeout}s\n"
     wall = time.monotonic() - t0
-    return parse(log, spec, wall), log
+    res = parse(log, spec, wall)
+    for k in res["known"]:
+        print(f"guest: a known upstream warning, not counted: {k}",
+              flush=True)
+    return res, log
+
+
+# The guest's printk buffer (see boot()).
+LOG_BUF_LEN = "8M"
+
+BAD_RE = re.compile(r"BUG:|WARNING:|Oops|Bad page state|"
+                    r"possible circular locking|Call Trace|soft lockup|"
+                    r"blocked for more than|BENCH-FAILED|UBSAN:|"
+                    r"TRACE a warning turned tracing off")
+DUMP_RE = re.compile(r"CPU(\d+) enqueued tasks \((\d+) total\):")
+DUMP_TASK_RE = re.compile(r"^\s*(?:\[[^]]*\])?\s*pid: \d+, name: (\S+)$")
+
+
+def known_upstream(lines):
+    """Warnings of upstream 6.12 that this series does not cause.
+
+    Returns the indices of their lines and one description each.  Only one
+    is known: sched_cpu_dying()'s "Dying CPU not properly vacated!" whose
+    dump counts two tasks on the run queue and lists only the CPU's stopper.
+    In 6.12.117 inc_dl_tasks() counts the fair class's dl_server in
+    rq->nr_running; its timer, armed when cpuhp/N parks, can fire and
+    enqueue it while the stopper runs, before interrupts are off (traced in
+    a CPU hotplug run: README, "The reliability campaign").  Upstream
+    stopped counting it in 52d15521eb75.  A task left on the dying CPU
+    would be listed by the dump and is not matched.
+    """
+    skip, known = set(), []
+    i = 0
+    while i < len(lines):
+        if "[ cut here ]" not in lines[i]:
+            i += 1
+            continue
+        end = next((j for j in range(i + 1, min(i + 300, len(lines)))
+                    if "---[ end trace" in lines[j]), None)
+        if end is None or not any("Dying CPU not properly vacated!" in line
+                                  for line in lines[i:end]):
+            i += 1
+            continue
+        m = DUMP_RE.search(lines[end + 1]) if end + 1 < len(lines) else None
+        tasks, k = [], end + 2
+        while k < len(lines) and DUMP_TASK_RE.search(lines[k]):
+            tasks.append(DUMP_TASK_RE.search(lines[k]).group(1))
+            k += 1
+        if m and m.group(2) == "2" and tasks == [f"migration/{m.group(1)}"]:
+            skip.update(range(i, k))
+            known.append(f"CPU{m.group(1)}: Dying CPU not properly vacated!, "
+                         "2 counted, only the stopper queued: the fair "
+                         "dl_server counted in nr_running (6.12; upstream "
+                         "52d15521eb75)")
+            i = k
+        else:
+            i = end + 1
+    return skip, known
 
 
 def parse(log, spec, wall):
@@ -191,11 +252,18 @@ def parse(log, spec, wall):
             "grown": int(m.group(6))}
     body = log.split("MTJOB-BEGIN", 1)[-1]
     mem = {k: int(v) for k, v in MEMINFO_RE.findall(body)}
-    bad = [line for line in OOM_REPORT_RE.sub("", log).splitlines()
-           if re.search(r"BUG:|WARNING:|Oops|Bad page state|"
-                        r"possible circular locking|Call Trace|soft lockup|"
-                        r"blocked for more than|BENCH-FAILED|UBSAN:",
-                        line)]
+    lines = OOM_REPORT_RE.sub("", log).splitlines()
+    skip, known = known_upstream(lines)
+    bad = [line for i, line in enumerate(lines)
+           if i not in skip and BAD_RE.search(line)
+           # The first warning stops the hotplug trace: a known one explains
+           # it, any other is in the list already.
+           and not (known and "turned tracing off" in line)]
+    dmesg = log.split("MTJOB-DMESG", 1)
+    if len(dmesg) == 2 and "Linux version" not in dmesg[1]:
+        bad.append("the dmesg no longer starts at boot: the printk buffer "
+                   f"(log_buf_len={LOG_BUF_LEN}) wrapped, the log checks "
+                   "cannot see it all")
     huge = {}
     for m in HUGE_NODE_RE.finditer(body):
         huge.setdefault(int(m.group(2)), {})[int(m.group(1))] = int(m.group(3))
@@ -206,7 +274,7 @@ def parse(log, spec, wall):
                       for m in HUGE_TOUCH_RE.finditer(body)],
             "gigantic": {int(a): int(b) for a, b in GIGANTIC_RE.findall(log)},
             "log": log,
-            "ok": "MTJOB-END" in log, "bad": bad}
+            "ok": "MTJOB-END" in log, "bad": bad, "known": known}
 
 
 def deferred_total(r):

@@ -257,6 +257,8 @@ def part_hotplug(args, check):
               f"({path})", flush=True)
         check(r["ok"] and m is not None and int(m.group(1)) > 0,
               "hotplug: the control run (parallel free off) ran")
+        check(not r["bad"], "hotplug: the control run's log is clean"
+              + (f": {r['bad'][0]}" if r["bad"] else ""))
         if args.hotplug_control_only:
             return
     r, log = guest.boot(g, "rust", "mtjob.free=hotplug "

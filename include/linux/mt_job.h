@@ -22,9 +22,10 @@
  * @MT_JOB_AFFINITY_INTERLEAVE: helpers are spread round-robin over the nodes
  *	that have CPUs, as padata's numa_aware does.
  * @MT_JOB_AFFINITY_NODE: all helpers run on @mt_job.node; the calling thread
- *	takes chunks while they run only when it runs on that node, the node has
- *	no CPU, or the job may not wait for helpers (@mt_job.nowait, or run
- *	from a work item or with PF_MEMALLOC).
+ *	takes chunks while they run only when it runs on a CPU of that node
+ *	(cpumask_of_node(); with numa=fake= a CPU is one of every emulated node
+ *	of its physical node), the node has no CPU, or the job may not wait for
+ *	helpers (@mt_job.nowait, or run from a work item or with PF_MEMALLOC).
  * @MT_JOB_AFFINITY_BY_INDEX: @mt_job.node_of tells which node each index
  *	lives on; helpers are queued on those nodes and take their own node's
  *	chunks first, then help with the others.

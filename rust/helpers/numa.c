@@ -24,6 +24,11 @@ unsigned int rust_helper_nr_online_cpus_node(int node)
 	return cpumask_weight_and(cpumask_of_node(node), cpu_online_mask);
 }
 
+bool rust_helper_node_has_current_cpu(int node)
+{
+	return cpumask_test_cpu(raw_smp_processor_id(), cpumask_of_node(node));
+}
+
 unsigned int rust_helper_num_online_cpus(void)
 {
 	return num_online_cpus();

@@ -78,6 +78,29 @@ impl NodeId {
         unsafe { bindings::node_state(self.0, bindings::node_states_N_CPU) }
     }
 
+    /// Returns whether the CPU the caller is running on is one of the node's CPUs
+    /// (`cpumask_of_node()`).
+    ///
+    /// On real NUMA machines this is `NodeId::current() == self`. Under NUMA emulation
+    /// (`numa=fake=`) a CPU is one of the CPUs of every emulated node carved out of its physical
+    /// node, while `numa_node_id()` names only one of them. As with [`NodeId::current`], the
+    /// caller may move right after: the answer is a placement hint.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::numa::NodeId;
+    ///
+    /// // The caller runs on a CPU of its own node, unless it moved to another node in between.
+    /// let here = NodeId::current();
+    /// assert!(here.has_current_cpu() || NodeId::current() != here);
+    /// ```
+    pub fn has_current_cpu(self) -> bool {
+        // SAFETY: by the type invariant `self.0` is a possible node, which `cpumask_of_node()`
+        // accepts; `raw_smp_processor_id()` has no preconditions.
+        unsafe { bindings::node_has_current_cpu(self.0) }
+    }
+
     /// Returns the number of online CPUs of the node, a snapshot that CPU hotplug may change
     /// right after.
     ///

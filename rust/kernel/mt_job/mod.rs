@@ -206,11 +206,12 @@ pub enum Affinity<'a, I> {
     None,
     /// Helpers are spread round-robin over the nodes with CPUs, like padata's `numa_aware`.
     Interleave,
-    /// All helpers are queued on this node. The calling thread takes chunks only if it runs on
-    /// that node, if the node has no CPU, or if the job may not wait for helpers: allocation
-    /// flags without `GFP_KERNEL` (see [`Job::alloc_flags`]), a job run from a work item, or a
-    /// calling thread with `PF_MEMALLOC` set ([`Scope::may_wait`]). The job uses at most as many
-    /// threads as the node has online CPUs.
+    /// All helpers are queued on this node. The calling thread takes chunks only if it runs on a
+    /// CPU of that node ([`NodeId::has_current_cpu`]: under `numa=fake=` a CPU of every emulated
+    /// node of its physical node), if the node has no CPU, or if the job may not wait for
+    /// helpers: allocation flags without `GFP_KERNEL` (see [`Job::alloc_flags`]), a job run from
+    /// a work item, or a calling thread with `PF_MEMALLOC` set ([`Scope::may_wait`]). The job
+    /// uses at most as many threads as the node has online CPUs.
     ///
     /// [`Scope::may_wait`]: crate::workqueue::Scope::may_wait
     Node(NodeId),
@@ -268,8 +269,8 @@ impl Report {
     }
 
     /// Returns the number of chunks that have a node (by-index affinities, or
-    /// [`Affinity::Node`]) and ran on a CPU of another node, as seen by `numa_node_id()` when the
-    /// chunk started.
+    /// [`Affinity::Node`]) and ran on a CPU that is not one of that node's
+    /// ([`NodeId::has_current_cpu`]) when the chunk started.
     pub fn off_node(&self) -> usize {
         self.off_node
     }
@@ -554,7 +555,7 @@ impl<'a, I: Index> Job<'a, I> {
         // A job of one thread that the calling thread may run needs no helper and no segments:
         // one call, as padata runs a job of one thread. A `Node` job of another node goes on
         // below, to a helper on that node.
-        if plan.threads == 1 && node.map_or(true, |n| n == NodeId::current()) {
+        if plan.threads == 1 && node.map_or(true, |n| n.has_current_cpu()) {
             return self.run_alone(&plan, &f);
         }
         let whole = [Segment::new(0, plan.chunks, node)];
@@ -614,7 +615,7 @@ impl<'a, I: Index> Job<'a, I> {
             threads: 1,
             chunks: 1,
             // As the threads of a larger job count it, when the chunk starts.
-            off_node: usize::from(node.is_some_and(|n| n != NodeId::current())),
+            off_node: usize::from(node.is_some_and(|n| !n.has_current_cpu())),
         };
         (res, report)
     }

@@ -95,7 +95,7 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
                 return true;
             }
             if let Some(node) = seg.node {
-                if NodeId::current() != node {
+                if !node.has_current_cpu() {
                     self.off_node.fetch_add(1, Ordering::Relaxed);
                 }
             }
@@ -187,7 +187,7 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
             // where the threads suffice for a helper on every node, it leaves its thread to
             // one and only runs what is left after the join.
             let caller_works = match affinity {
-                Affinity::Node(node) => *node == me || !node.has_cpus() || !may_wait,
+                Affinity::Node(node) => node.has_current_cpu() || !node.has_cpus() || !may_wait,
                 _ if self.strict => !may_wait || !self.helpers_cover_all(me),
                 _ => true,
             };
