@@ -24,14 +24,15 @@
  * @MT_JOB_AFFINITY_NODE: all helpers run on @mt_job.node; the calling thread
  *	takes chunks while they run only when it runs on a CPU of that node
  *	(cpumask_of_node(); with numa=fake= a CPU is one of every emulated node
- *	of its physical node), the node has no CPU, or the job may not wait for
- *	helpers (@mt_job.nowait, or run from a work item or with PF_MEMALLOC).
+ *	of its physical node), the node has no CPU (N_CPU), or the job may not
+ *	wait for helpers (@mt_job.nowait, or run from a work item or with
+ *	PF_MEMALLOC).
  * @MT_JOB_AFFINITY_BY_INDEX: @mt_job.node_of tells which node each index
  *	lives on; helpers are queued on those nodes and take their own node's
  *	chunks first, then help with the others.
  * @MT_JOB_AFFINITY_BY_INDEX_STRICT: as %MT_JOB_AFFINITY_BY_INDEX, but the
  *	chunks of node N run only on a helper queued on node N or on the caller
- *	if it runs on node N; chunks of nodes without CPUs or without a helper
+ *	if numa_node_id() is N; chunks of nodes without CPUs or without a helper
  *	(@mt_job.max_threads below the number of nodes) run on the caller.  A
  *	caller on a node without chunks, when the threads suffice for a helper
  *	on each node of the chunks (all with CPUs), does not count as a thread
@@ -100,8 +101,8 @@ enum mt_job_engine {
  *	not say, so for it this is the threads it was asked for,
  *	min(@size / max(@min_chunk, @align), @max_threads).
  * @nr_off_node: out: chunks of a node (%MT_JOB_AFFINITY_NODE and the by-index
- *	affinities) that ran on a CPU of another node; 0 for the padata and
- *	serial engines, which do not count them.
+ *	affinities) that started on a CPU not in that node's cpumask_of_node();
+ *	0 for the padata and serial engines, which do not count them.
  */
 struct mt_job {
 	int (*thread_fn)(unsigned long start, unsigned long end, void *arg);

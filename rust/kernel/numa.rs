@@ -89,15 +89,18 @@ impl NodeId {
     /// # Examples
     ///
     /// ```
-    /// use kernel::numa::NodeId;
+    /// use kernel::{new_spinlock, numa::NodeId, stack_pin_init};
     ///
-    /// // The caller runs on a CPU of its own node, unless it moved to another node in between.
-    /// let here = NodeId::current();
-    /// assert!(here.has_current_cpu() || NodeId::current() != here);
+    /// // A held spinlock keeps the caller on its CPU, so both answers are about the same CPU.
+    /// stack_pin_init!(let lock = new_spinlock!(()));
+    /// let _guard = lock.lock();
+    /// assert!(NodeId::current().has_current_cpu());
     /// ```
     pub fn has_current_cpu(self) -> bool {
-        // SAFETY: by the type invariant `self.0` is a possible node, which `cpumask_of_node()`
-        // accepts; `raw_smp_processor_id()` has no preconditions.
+        // SAFETY: by the type invariant `self.0` is a possible node, so below `nr_node_ids`,
+        // whose cpumasks exist from early boot on (a single `cpu_online_mask` without
+        // `CONFIG_NUMA`, where node 0 is the only possible node); `raw_smp_processor_id()` has no
+        // preconditions.
         unsafe { bindings::node_has_current_cpu(self.0) }
     }
 

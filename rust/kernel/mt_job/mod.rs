@@ -208,10 +208,11 @@ pub enum Affinity<'a, I> {
     Interleave,
     /// All helpers are queued on this node. The calling thread takes chunks only if it runs on a
     /// CPU of that node ([`NodeId::has_current_cpu`]: under `numa=fake=` a CPU of every emulated
-    /// node of its physical node), if the node has no CPU, or if the job may not wait for
-    /// helpers: allocation flags without `GFP_KERNEL` (see [`Job::alloc_flags`]), a job run from
-    /// a work item, or a calling thread with `PF_MEMALLOC` set ([`Scope::may_wait`]). The job
-    /// uses at most as many threads as the node has online CPUs.
+    /// node of its physical node), if the node has no CPU ([`NodeId::has_cpus`]), or if the job
+    /// may not wait for helpers: allocation flags without `GFP_KERNEL` (see
+    /// [`Job::alloc_flags`]), a job run from a work item, or a calling thread with `PF_MEMALLOC`
+    /// set ([`Scope::may_wait`]). The job uses at most as many threads as the node has online
+    /// CPUs.
     ///
     /// [`Scope::may_wait`]: crate::workqueue::Scope::may_wait
     Node(NodeId),
@@ -221,12 +222,13 @@ pub enum Affinity<'a, I> {
     /// closure is called once per chunk before any chunk runs.
     ByIndex(&'a (dyn Fn(I) -> Option<NodeId> + Sync)),
     /// Like [`Affinity::ByIndex`], but a thread takes only the chunks of the node it works for:
-    /// the chunks of node N run on a helper queued on node N, or on the caller if it runs on
-    /// node N. Chunks of no node (`None`), of a node without CPUs, or of a node no helper was
-    /// queued for (when `max_threads` is below the number of nodes, or a helper could not be
-    /// allocated) run on the caller. A caller on a node without chunks, in a job whose threads
-    /// suffice for a helper on each node of its chunks (all with CPUs), does not count as a
-    /// thread: each of those nodes gets a helper, and the caller runs only what they left.
+    /// the chunks of node N run on a helper queued on node N, or on the caller if
+    /// [`NodeId::current`] is N. Chunks of no node (`None`), of a node without CPUs, or of a node
+    /// no helper was queued for (when `max_threads` is below the number of nodes, or a helper
+    /// could not be allocated) run on the caller. A caller on a node without chunks, in a job
+    /// whose threads suffice for a helper on each node of its chunks (all with CPUs), does not
+    /// count as a thread: each of those nodes gets a helper, and the caller runs only what they
+    /// left.
     /// Placement is best effort: whatever a helper could not do (it was cancelled, or its node
     /// lost its CPUs) the caller runs after the helpers finished, and [`Report::off_node`]
     /// counts it.
@@ -605,6 +607,8 @@ impl<'a, I: Index> Job<'a, I> {
             }
             Affinity::None | Affinity::Interleave => None,
         };
+        // As the threads of a larger job count it, when the chunk starts.
+        let off_node = usize::from(node.is_some_and(|n| !n.has_current_cpu()));
         let res = if cfg!(CONFIG_LOCKDEP) {
             let (name, class) = shared::scope_class(self.class);
             scope_with_class(name, class, |_| f(I::from_u64(r.start)..I::from_u64(r.end)))
@@ -614,8 +618,7 @@ impl<'a, I: Index> Job<'a, I> {
         let report = Report {
             threads: 1,
             chunks: 1,
-            // As the threads of a larger job count it, when the chunk starts.
-            off_node: usize::from(node.is_some_and(|n| !n.has_current_cpu())),
+            off_node,
         };
         (res, report)
     }

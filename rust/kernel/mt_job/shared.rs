@@ -46,7 +46,7 @@ pub(super) struct Shared<'s, I, F> {
     pub(super) f: &'s F,
     /// The errno of the first failed chunk, or 0.
     pub(super) error: AtomicI32,
-    /// Chunks with a node that ran on a CPU of another node.
+    /// Chunks with a node that started on a CPU not in that node's `cpumask_of_node()`.
     pub(super) off_node: AtomicUsize,
     pub(super) _index: PhantomData<fn(I)>,
 }
