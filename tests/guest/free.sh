@@ -238,8 +238,9 @@ hotplug() {
 
 # The scheduler's events while CPUs go up and down, kept for when a
 # warning fires: traceoff_on_warning stops tracing at the first WARN, so
-# the per-CPU buffers end with what each CPU did just before it (which task
-# a "Dying CPU not properly vacated!" dump could not name, say).  Printed
+# the per-CPU buffers end with what each CPU did just before it (for 6.12's
+# "Dying CPU not properly vacated!", the dl_server timer firing on the
+# dying CPU while its stopper runs).  Printed
 # only if tracing was turned off, as TRACE lines, the last 300 events of
 # each CPU.
 TRACE=/sys/kernel/tracing
