@@ -4,11 +4,26 @@
 
 REPO      := $(abspath .)
 BUILD     := $(REPO)/build
+# The kernel the series applies to: 6.12 (the default while the 7.3 overlay
+# grows) or 7.3.  The 7.3 overlay is v7.3/, laid out as the repository root
+# is; each base has its own tree and build directories.
+BASE      ?= 6.12
+ifeq ($(BASE),6.12)
+OVERLAY   := $(REPO)
 TREE      := $(BUILD)/linux
 KBUILD    := $(BUILD)/kbuild
 LLVM      ?= -16
+else ifeq ($(BASE),7.3)
+OVERLAY   := $(REPO)/v7.3
+TREE      := $(BUILD)/linux-7.3
+KBUILD    := $(BUILD)/kbuild-7.3
+LLVM      ?= -19
+else
+$(error BASE=$(BASE): only 6.12 and 7.3 are known)
+endif
+export BASE OVERLAY TREE KBUILD LLVM
 JOBS      ?= $(shell echo $$(( $$(nproc) + 1 )))
-KUNITCONFIG := $(REPO)/tests/mt_job.kunitconfig
+KUNITCONFIG := $(OVERLAY)/tests/mt_job.kunitconfig
 QEMU_CONFIG := $(REPO)/tests/qemu_configs/x86_64_numa.py
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 export KERNEL_SRC
@@ -59,16 +74,16 @@ setup-if-needed:
 	@bash scripts/setup.sh --check >/dev/null 2>&1 || bash scripts/setup.sh
 
 base: setup-if-needed
-	@bash scripts/base.sh $(TREE)
+	@bash scripts/base.sh $(TREE) $(BASE)
 
 apply: base
-	@python3 scripts/overlay.py apply --tree $(TREE)
+	@python3 scripts/overlay.py apply --repo $(OVERLAY) --tree $(TREE)
 
 sync:
-	@python3 scripts/overlay.py sync --tree $(TREE)
+	@python3 scripts/overlay.py sync --repo $(OVERLAY) --tree $(TREE)
 
 diff:
-	@python3 scripts/overlay.py diff --tree $(TREE)
+	@python3 scripts/overlay.py diff --repo $(OVERLAY) --tree $(TREE)
 
 # Configure through kunit.py so that 'make check' and 'make run' share one
 # build; reconfigure only when the kunitconfig changed.
@@ -182,7 +197,7 @@ series-build: config
 		$(if $(filter 1,$(SKIP_LAST)),--skip-last)
 
 rustfmt: apply
-	@python3 scripts/overlay.py files | grep '[.]rs$$' | sed 's|^|$(TREE)/|' | \
+	@python3 scripts/overlay.py files --repo $(OVERLAY) | grep '[.]rs$$' | sed 's|^|$(TREE)/|' | \
 		xargs rustfmt --edition 2021 --config-path $(TREE)/.rustfmt.toml
 	@$(MAKE) -s sync
 

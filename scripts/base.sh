@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Create the base tree TREE: Debian's linux-source-6.12 (or KERNEL_SRC), as a
-# git repository whose 'base' branch is the unmodified source, so that
-# 'git -C TREE diff base' shows exactly the project's change.
+# Create the base tree TREE for kernel VERSION (6.12 or 7.3): Debian's
+# linux-source-VERSION (or KERNEL_SRC), as a git repository whose 'base'
+# branch is the unmodified source, so that 'git -C TREE diff base' shows
+# exactly the project's change.
 set -euo pipefail
 tree=$1
+version=${2:-6.12}
 src=${KERNEL_SRC:-}
-tarball=/usr/src/linux-source-6.12.tar.xz
+pkg=linux-source-$version
+tarball=/usr/src/$pkg.tar.xz
 
 if git -C "$tree" rev-parse --verify -q base >/dev/null 2>&1; then
 	exit 0
@@ -17,16 +20,18 @@ if [ -n "$src" ]; then
 	[ -f "$src/Makefile" ] && [ -d "$src/mm" ] ||
 		{ echo "base: KERNEL_SRC=$src is not a kernel tree" >&2; exit 1; }
 	v=$(make -s -C "$src" kernelversion 2>/dev/null || true)
-	case "$v" in 6.12*) ;; *) echo "base: KERNEL_SRC is $v, not 6.12; patches may not apply" >&2 ;; esac
+	case "$v" in "$version"|"$version".*) ;;
+	*) echo "base: KERNEL_SRC is $v, not $version; patches may not apply" >&2 ;;
+	esac
 	echo "base: copying $src ($v)"
 	tar -C "$src" --exclude=.git -cf - . | tar -C "$tree.tmp" -xf -
 	desc="base: $src ($v)"
 else
 	[ -f "$tarball" ] ||
-		{ echo "base: $tarball is missing: apt-get install linux-source-6.12 (or 'make setup'), or set KERNEL_SRC" >&2; exit 1; }
+		{ echo "base: $tarball is missing: 'make setup BASE=$version' installs $pkg, or set KERNEL_SRC" >&2; exit 1; }
 	echo "base: unpacking $tarball"
 	tar -C "$tree.tmp" --strip-components=1 -xf "$tarball"
-	desc="base: Debian linux-source-6.12 $(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null || echo '?')"
+	desc="base: Debian $pkg $(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null || echo '?')"
 fi
 cd "$tree.tmp"
 git init -q -b base .

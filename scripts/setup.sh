@@ -3,13 +3,29 @@
 # Install what building, booting and testing need, idempotently, on Debian 12
 # as root; print the versions found.  With --check, install nothing and only
 # say what is missing (exit 1 if anything is).
+#
+# BASE (6.12 or 7.3, default 6.12) selects the kernel source and LLVM:
+#  - 6.12: bookworm's linux-source-6.12 and clang-16;
+#  - 7.3: Debian's linux-source-7.3 from trixie-backports (architecture
+#    'all', so it installs on bookworm) and bookworm's clang-19: 7.3 needs
+#    LLVM >= 17.0.1 (scripts/min-tool-version.sh).  The trixie-backports
+#    source is derived from this machine's own Debian source (same archive,
+#    same keyring) and pinned so that only linux-source-7.3 comes from it.
 set -euo pipefail
 
+BASE=${BASE:-6.12}
 BINDGEN_VERSION=0.73.2
-LLVM_SUFFIX=-16
-APT_PKGS=(linux-source-6.12 clang-16 lld-16 llvm-16 libclang-16-dev
+case "$BASE" in
+6.12) LLVM_SUFFIX=-16 ;;
+7.3) LLVM_SUFFIX=-19 ;;
+*) echo "setup: BASE=$BASE: only 6.12 and 7.3 are known" >&2; exit 2 ;;
+esac
+SOURCE_PKG=linux-source-$BASE
+APT_PKGS=(clang$LLVM_SUFFIX lld$LLVM_SUFFIX llvm$LLVM_SUFFIX libclang$LLVM_SUFFIX-dev
 	qemu-system-x86 bc flex bison libelf-dev libssl-dev cpio make gcc
 	libc6-dev busybox-static python3 python3-ply python3-git git xz-utils)
+# KERNEL_SRC= (a tree of the base's version) replaces the package.
+[ "$BASE" = 6.12 ] && [ -z "${KERNEL_SRC:-}" ] && APT_PKGS=("$SOURCE_PKG" "${APT_PKGS[@]}")
 # For the benchmarks' plots only: installed when setup runs as root, never
 # reported missing (make check does not plot).
 OPTIONAL_PKGS=(python3-matplotlib)
@@ -34,6 +50,58 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
 		echo "setup: installing ${need_pkgs[*]}"
 		apt-get update -qq
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+	fi
+fi
+# linux-source-7.3 from trixie-backports.  Not with 'apt-get install -t
+# trixie-backports': a target release outranks the pin below, and it took
+# linux-libc-dev and libdebuginfod-common from trixie-backports too (seen
+# here); 'PKG/SUITE' takes only PKG from that suite, its dependencies
+# (binutils, xz-utils) from bookworm.
+BPO_SOURCES=/etc/apt/sources.list.d/mt-job-trixie-backports.sources
+BPO_PIN=/etc/apt/preferences.d/mt-job-trixie-backports
+bpo_source() {	# print a deb822 stanza for trixie-backports, or fail
+	local f uri key
+	# The first stanza of this machine's Debian sources that lists bookworm
+	# (one-line sources.list entries are read too).
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ -f "$f" ] && [ "$f" != "$BPO_SOURCES" ] || continue
+		read -r uri key < <(awk 'BEGIN { RS = ""; FS = "\n" }
+			/Suites:[^\n]*[[:space:]]bookworm([[:space:]]|$)/ && /URIs:/ {
+				u = ""; k = ""
+				for (i = 1; i <= NF; i++) {
+					if ($i ~ /^URIs:/) { u = $i; sub(/^URIs:[[:space:]]*/, "", u); sub(/[[:space:]].*/, "", u) }
+					if ($i ~ /^Signed-By:/) { k = $i; sub(/^Signed-By:[[:space:]]*/, "", k) }
+				}
+				if (u ~ /\/debian\/?$/) { print u, k; exit }
+			}' "$f") || true
+		[ -n "${uri:-}" ] && break
+	done
+	if [ -z "${uri:-}" ] && [ -f /etc/apt/sources.list ]; then
+		read -r uri < <(awk '$1 == "deb" && $0 ~ / bookworm / {
+			for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\// && $i ~ /\/debian\/?$/) { print $i; exit } }' \
+			/etc/apt/sources.list) || true
+	fi
+	[ -n "${uri:-}" ] || return 1
+	[ -n "${key:-}" ] || key=/usr/share/keyrings/debian-archive-keyring.gpg
+	printf 'Types: deb\nURIs: %s\nSuites: trixie-backports\nComponents: main\nSigned-By: %s\n' "$uri" "$key"
+}
+if [ "$BASE" = 7.3 ] && [ -z "${KERNEL_SRC:-}" ] && ! dpkg-query -W -f='${Status}' "$SOURCE_PKG" 2>/dev/null | grep -q "ok installed"; then
+	if [ $check_only = 1 ]; then
+		missing+=("$SOURCE_PKG from trixie-backports ('make setup BASE=7.3' as root)")
+	elif [ "$(id -u)" != 0 ]; then
+		echo "setup: not root; as root run 'make setup BASE=7.3' to install $SOURCE_PKG from trixie-backports" >&2
+		exit 1
+	else
+		stanza=$(bpo_source) ||
+			{ echo "setup: no Debian bookworm source in /etc/apt to derive trixie-backports from; install $SOURCE_PKG by hand or set KERNEL_SRC" >&2; exit 1; }
+		printf '%s\n' "$stanza" > "$BPO_SOURCES"
+		printf 'Package: *\nPin: release n=trixie-backports\nPin-Priority: -1\n\nPackage: %s\nPin: release n=trixie-backports\nPin-Priority: 500\n' \
+			"$SOURCE_PKG" > "$BPO_PIN"
+		echo "setup: installing $SOURCE_PKG from trixie-backports ($BPO_SOURCES, pinned by $BPO_PIN)"
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			"$SOURCE_PKG/trixie-backports" >/dev/null ||
+			{ echo "setup: could not install $SOURCE_PKG from trixie-backports" >&2; exit 1; }
 	fi
 fi
 opt_pkgs=()
@@ -95,6 +163,10 @@ if [ $check_only = 0 ]; then
 	echo "  $(bindgen --version)"
 	echo "  $(clang$LLVM_SUFFIX --version | head -n1)"
 	echo "  $(qemu-system-x86_64 --version | head -n1)"
-	echo "  linux-source $(dpkg-query -W -f='${Version}' linux-source-6.12)"
+	if [ -n "${KERNEL_SRC:-}" ]; then
+		echo "  kernel source: KERNEL_SRC=$KERNEL_SRC"
+	else
+		echo "  $SOURCE_PKG $(dpkg-query -W -f='${Version}' "$SOURCE_PKG")"
+	fi
 	echo "  $(busybox 2>&1 | head -n1)"
 fi

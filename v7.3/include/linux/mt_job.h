@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Multithreaded jobs over index ranges: the successor of
+ * padata_do_multithreaded() that may be used after boot and returns errors.
+ *
+ * The engine is written in Rust (rust/kernel/mt_job/, enabled by
+ * CONFIG_MT_JOB_RUST); kernel/mt_job.c validates the job and selects it, the
+ * padata engine (during boot only: the default without CONFIG_MT_JOB_RUST,
+ * or "mt_job.engine=padata") or a serial loop.
+ */
+#ifndef _LINUX_MT_JOB_H
+#define _LINUX_MT_JOB_H
+
+#include <linux/lockdep_types.h>
+#include <linux/stringify.h>
+#include <linux/types.h>
+
+/**
+ * enum mt_job_affinity - where the helpers of a job run
+ * @MT_JOB_AFFINITY_NONE: helpers are queued with queue_work() on the unbound
+ *	workqueue, near the calling CPU.
+ * @MT_JOB_AFFINITY_INTERLEAVE: helpers are spread round-robin over the nodes
+ *	that have CPUs, as padata's numa_aware does.
+ * @MT_JOB_AFFINITY_NODE: all helpers run on @mt_job.node; the calling thread
+ *	takes chunks while they run only when it runs on a CPU of that node
+ *	(cpumask_of_node(); with numa=fake= a CPU is one of every emulated node
+ *	of its physical node), the node has no CPU (N_CPU), or the job may not
+ *	wait for helpers (@mt_job.nowait, or run from a work item or with
+ *	PF_MEMALLOC).
+ * @MT_JOB_AFFINITY_BY_INDEX: @mt_job.node_of tells which node each index
+ *	lives on; helpers are queued on those nodes and take their own node's
+ *	chunks first, then help with the others.
+ * @MT_JOB_AFFINITY_BY_INDEX_STRICT: as %MT_JOB_AFFINITY_BY_INDEX, but the
+ *	chunks of node N run only on a helper queued on node N or on the caller
+ *	if numa_node_id() is N; chunks of nodes without CPUs or without a helper
+ *	(@mt_job.max_threads below the number of nodes) run on the caller.  A
+ *	caller on a node without chunks, when the threads suffice for a helper
+ *	on each node of the chunks (all with CPUs), does not count as a thread
+ *	and runs only what the helpers left.
+ *
+ * Whatever the affinity, once every helper has finished or was cancelled
+ * before it started, the caller runs any chunk left, so placement is best
+ * effort and a job never ends without running every index (unless a chunk
+ * failed); @mt_job.nr_off_node counts the chunks that ran off their node.
+ */
+enum mt_job_affinity {
+	MT_JOB_AFFINITY_NONE,
+	MT_JOB_AFFINITY_INTERLEAVE,
+	MT_JOB_AFFINITY_NODE,
+	MT_JOB_AFFINITY_BY_INDEX,
+	MT_JOB_AFFINITY_BY_INDEX_STRICT,
+};
+
+/**
+ * enum mt_job_engine - which engine ran a job
+ * @MT_JOB_ENGINE_SERIAL: the calling thread alone, in one call.
+ * @MT_JOB_ENGINE_RUST: the Rust engine (kernel::mt_job).
+ * @MT_JOB_ENGINE_PADATA: padata_do_multithreaded(), only while booting and
+ *	not for @mt_job.nowait jobs.
+ */
+enum mt_job_engine {
+	MT_JOB_ENGINE_SERIAL,
+	MT_JOB_ENGINE_RUST,
+	MT_JOB_ENGINE_PADATA,
+};
+
+/**
+ * struct mt_job - a multithreaded job over the half-open range
+ *	[@start, @start + @size)
+ * @thread_fn: called for each chunk [start, end) with @fn_arg, from the
+ *	calling thread and from helpers at the same time; returns 0 or a
+ *	negative errno (every engine treats a positive return as 0 and one
+ *	below -MAX_ERRNO as -EINVAL).  The first error stops new chunks from
+ *	being handed out and is returned by mt_job_run().  Runs in process
+ *	context and may sleep.
+ * @fn_arg: argument of @thread_fn and @node_of.
+ * @start: first index of the job (units are the caller's: pfns, pages, ...).
+ * @size: number of indices; @start + @size must not overflow.
+ * @align: a power of two; every chunk boundary is a multiple of it, except
+ *	@start and @start + @size themselves.
+ * @min_chunk: no chunk is smaller than this except at the ends of the job;
+ *	0 means no minimum.
+ * @max_threads: upper bound on the threads working at once, the calling
+ *	thread included (>= 1).  The Rust engine also caps it at the online
+ *	CPUs, and "mt_job.max_threads=" caps every job.
+ * @affinity: where the helpers run, see &enum mt_job_affinity.
+ * @node: the node for %MT_JOB_AFFINITY_NODE.
+ * @node_of: for the by-index affinities, the node of an index: asked for
+ *	the first index of each chunk, only by the calling thread, before any
+ *	chunk runs; %NUMA_NO_NODE, or any node that is not possible, means none.
+ * @nowait: the engine allocates its bookkeeping (helpers' work items,
+ *	per-node segments) with GFP_NOWAIT instead of GFP_KERNEL, for callers
+ *	that must not enter reclaim (the mmu_gather free path); a failed
+ *	allocation means fewer helpers or one segment, never an error.  The
+ *	caller also never waits for a helper that has not started: it cancels
+ *	those and runs their chunks itself.
+ * @name: a short name for reports and warnings.
+ * @engine: out: the engine that ran the job.
+ * @nr_threads: out: the threads that worked on the job: helpers that
+ *	started, and the caller if it ran a chunk (Rust engine); padata does
+ *	not say, so for it this is the threads it was asked for,
+ *	min(@size / max(@min_chunk, @align), @max_threads).
+ * @nr_off_node: out: chunks of a node (%MT_JOB_AFFINITY_NODE and the by-index
+ *	affinities) that started on a CPU not in that node's cpumask_of_node();
+ *	0 for the padata and serial engines, which do not count them.
+ */
+struct mt_job {
+	int (*thread_fn)(unsigned long start, unsigned long end, void *arg);
+	void *fn_arg;
+	unsigned long start;
+	unsigned long size;
+	unsigned long align;
+	unsigned long min_chunk;
+	int max_threads;
+	enum mt_job_affinity affinity;
+	int node;
+	int (*node_of)(unsigned long index, void *arg);
+	bool nowait;
+	const char *name;
+	enum mt_job_engine engine;
+	int nr_threads;
+	unsigned long nr_off_node;
+};
+
+int __mt_job_run(struct mt_job *job, struct lock_class_key *key,
+		 const char *class_name);
+const char *mt_job_engine_name(enum mt_job_engine engine);
+bool mt_job_may_use_helpers(bool nowait);
+
+/**
+ * mt_job_run() - run a multithreaded job and wait for it
+ * @job: the job; see &struct mt_job.  @job->engine, @job->nr_threads and
+ *	@job->nr_off_node are set on return when the job was valid.
+ *
+ * Splits [@job->start, @job->start + @job->size) into chunks and calls
+ * @job->thread_fn on each, from the calling thread and from helpers on
+ * workqueues.  Returns only after every helper has finished or was cancelled
+ * before it started; then runs any chunk still left on the calling thread.
+ * Must be called from a context that may sleep.
+ *
+ * With the Rust engine each call site has its own lockdep class (named after
+ * the calling function): the helpers run under it and the wait for them
+ * acquires it, so lockdep reports a caller that waits while holding a lock
+ * its helpers take.  The padata engine is used only while booting: callers
+ * that may run after init memory is freed get the Rust or serial engine.
+ *
+ * Return: 0 when every chunk succeeded, the first error a chunk returned, or
+ * -EINVAL with nothing run when @job->thread_fn is NULL, @job->align is not a
+ * power of two, @job->max_threads < 1, @job->start + @job->size overflows,
+ * @job->affinity is unknown, @job->node is not a possible node for
+ * %MT_JOB_AFFINITY_NODE, or @job->node_of is NULL for a by-index affinity.
+ */
+#define mt_job_run(job)							\
+({									\
+	static struct lock_class_key __mt_job_key;			\
+									\
+	__mt_job_run(job, &__mt_job_key, __func__);			\
+})
+
+#endif /* _LINUX_MT_JOB_H */

@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mt_job_run(): the C entry point of multithreaded jobs.
+ *
+ * It checks the job, then hands it to one of three engines:
+ *  - "rust": kernel::mt_job (rust/kernel/mt_job/, glued in by
+ *    kernel/mt_job_rust.rs), with CONFIG_MT_JOB_RUST, the default then;
+ *  - "padata": padata_do_multithreaded(), which is __init, so it is used only
+ *    while the kernel is still booting (until the late_initcall_sync level
+ *    closes it, waiting for the padata jobs still running) and never for
+ *    nowait jobs.  It is the default without
+ *    CONFIG_MT_JOB_RUST, so that kernels built without Rust keep the boot
+ *    parallelism they had; with it, "mt_job.engine=padata" selects it for
+ *    comparisons.  Jobs padata cannot take go to "rust" if built, else run
+ *    serially;
+ *  - "serial": the caller alone, one call over the whole range.
+ */
+
+#include <linux/bug.h>
+#include <linux/err.h>
+#include <linux/errno.h>
+#include <linux/export.h>
+#include <linux/init.h>
+#include <linux/kernel.h>
+#include <linux/log2.h>
+#include <linux/moduleparam.h>
+#include <linux/mt_job.h>
+#include <linux/nodemask.h>
+#include <linux/overflow.h>
+#include <linux/padata.h>
+#include <linux/rwsem.h>
+#include <linux/string.h>
+
+#include "mt_job_internal.h"
+
+static const char * const mt_job_engine_names[] = {
+	[MT_JOB_ENGINE_SERIAL]	= "serial",
+	[MT_JOB_ENGINE_RUST]	= "rust",
+	[MT_JOB_ENGINE_PADATA]	= "padata",
+};
+
+static enum mt_job_engine mt_job_engine =
+	IS_ENABLED(CONFIG_MT_JOB_RUST) ? MT_JOB_ENGINE_RUST : MT_JOB_ENGINE_PADATA;
+static int mt_job_max_threads;
+
+/**
+ * mt_job_engine_name() - the name of an engine, for reports
+ * @engine: an engine, as returned in &mt_job.engine
+ *
+ * Return: "serial", "rust" or "padata"; "?" for a value that is no engine.
+ */
+const char *mt_job_engine_name(enum mt_job_engine engine)
+{
+	if (engine >= ARRAY_SIZE(mt_job_engine_names))
+		return "?";
+	return mt_job_engine_names[engine];
+}
+EXPORT_SYMBOL_GPL(mt_job_engine_name);
+
+static int mt_job_engine_set(const char *val, const struct kernel_param *kp)
+{
+	int i = sysfs_match_string(mt_job_engine_names, val);
+
+	/* Without the Rust engine, "rust" would only read back as a lie. */
+	if (i < 0 || (i == MT_JOB_ENGINE_RUST && !IS_ENABLED(CONFIG_MT_JOB_RUST)))
+		return -EINVAL;
+	WRITE_ONCE(mt_job_engine, i);
+	return 0;
+}
+
+static int mt_job_engine_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%s\n", mt_job_engine_name(mt_job_engine));
+}
+
+static const struct kernel_param_ops mt_job_engine_ops = {
+	.set = mt_job_engine_set,
+	.get = mt_job_engine_get,
+};
+module_param_cb(engine, &mt_job_engine_ops, NULL, 0644);
+MODULE_PARM_DESC(engine, "Engine of mt_job_run(): rust (default with CONFIG_MT_JOB_RUST), padata (boot only; the default without) or serial");
+module_param_named(max_threads, mt_job_max_threads, int, 0644);
+MODULE_PARM_DESC(max_threads, "Cap on the threads of every job, caller included (0: no cap)");
+
+static int mt_job_check(const struct mt_job *job)
+{
+	unsigned long end;
+
+	if (!job->thread_fn || job->max_threads < 1)
+		return -EINVAL;
+	if (!job->align || !is_power_of_2(job->align))
+		return -EINVAL;
+	if (check_add_overflow(job->start, job->size, &end))
+		return -EINVAL;
+	switch (job->affinity) {
+	case MT_JOB_AFFINITY_NONE:
+	case MT_JOB_AFFINITY_INTERLEAVE:
+		return 0;
+	case MT_JOB_AFFINITY_NODE:
+		if (job->node < 0 || job->node >= MAX_NUMNODES ||
+		    !node_possible(job->node))
+			return -EINVAL;
+		return 0;
+	case MT_JOB_AFFINITY_BY_INDEX:
+	case MT_JOB_AFFINITY_BY_INDEX_STRICT:
+		return job->node_of ? 0 : -EINVAL;
+	}
+	return -EINVAL;
+}
+
+/*
+ * One meaning for a chunk's return in every engine: negative is an error,
+ * and one below -MAX_ERRNO is -EINVAL, as the Rust engine reads it.
+ */
+static int mt_job_chunk(struct mt_job *job, unsigned long start,
+			unsigned long end)
+{
+	int ret = job->thread_fn(start, end, job->fn_arg);
+
+	if (ret >= 0)
+		return 0;
+	return ret < -MAX_ERRNO ? -EINVAL : ret;
+}
+
+static int mt_job_run_serial(struct mt_job *job)
+{
+	job->engine = MT_JOB_ENGINE_SERIAL;
+	job->nr_threads = 1;
+	return mt_job_chunk(job, job->start, job->start + job->size);
+}
+
+#ifdef CONFIG_PADATA
+struct mt_job_padata {
+	struct mt_job *job;
+	atomic_t error;
+};
+
+static void __init mt_job_padata_chunk(unsigned long start, unsigned long end,
+				       void *arg)
+{
+	struct mt_job_padata *p = arg;
+	int ret;
+
+	/* padata cannot stop handing out chunks: skip them after an error. */
+	if (atomic_read(&p->error))
+		return;
+	ret = mt_job_chunk(p->job, start, end);
+	if (ret)
+		atomic_cmpxchg(&p->error, 0, ret);
+}
+
+static int __init mt_job_run_padata(struct mt_job *job)
+{
+	struct mt_job_padata p = { .job = job, .error = ATOMIC_INIT(0) };
+	struct padata_mt_job pjob = {
+		.thread_fn	= mt_job_padata_chunk,
+		.fn_arg		= &p,
+		.start		= job->start,
+		.size		= job->size,
+		.align		= job->align,
+		.min_chunk	= job->min_chunk,
+		.max_threads	= job->max_threads,
+		/* As upstream: deferred init (node) was not numa_aware. */
+		.numa_aware	= job->affinity == MT_JOB_AFFINITY_INTERLEAVE ||
+				  job->affinity == MT_JOB_AFFINITY_BY_INDEX ||
+				  job->affinity == MT_JOB_AFFINITY_BY_INDEX_STRICT,
+	};
+	unsigned long works;
+
+	/* padata does not say how many helpers it got: report what it asks. */
+	works = max(job->size / max(job->min_chunk, job->align), 1UL);
+	job->engine = MT_JOB_ENGINE_PADATA;
+	job->nr_threads = min_t(unsigned long, works, job->max_threads);
+	padata_do_multithreaded(&pjob);
+	return atomic_read(&p.error);
+}
+
+/*
+ * padata's multithreaded code is __init: jobs may only be in it while init
+ * memory is not freed.  Padata jobs hold the rwsem for reading; the last
+ * initcall level takes it for writing and closes padata for good, so no job
+ * is still in padata when free_initmem() runs after it.
+ */
+static DECLARE_RWSEM(mt_job_padata_rwsem);
+static bool mt_job_padata_closed;
+
+static bool mt_job_padata_usable(void)
+{
+	return !READ_ONCE(mt_job_padata_closed);
+}
+
+static int __ref mt_job_try_padata(struct mt_job *job, bool *ran)
+{
+	int ret = 0;
+
+	*ran = false;
+	/* Closing, or closed: not padata. */
+	if (!down_read_trylock(&mt_job_padata_rwsem))
+		return 0;
+	if (!mt_job_padata_closed) {
+		*ran = true;
+		ret = mt_job_run_padata(job);
+	}
+	up_read(&mt_job_padata_rwsem);
+	return ret;
+}
+
+static int __init mt_job_padata_close(void)
+{
+	down_write(&mt_job_padata_rwsem);
+	WRITE_ONCE(mt_job_padata_closed, true);
+	up_write(&mt_job_padata_rwsem);
+	return 0;
+}
+late_initcall_sync(mt_job_padata_close);
+#else
+static int mt_job_try_padata(struct mt_job *job, bool *ran)
+{
+	*ran = false;
+	return 0;
+}
+
+static bool mt_job_padata_usable(void)
+{
+	return false;
+}
+#endif
+
+/*
+ * The engine for a job, @nowait or not, now: padata only while booting and
+ * not for nowait jobs; the Rust engine in its place when it is built.
+ */
+static enum mt_job_engine mt_job_pick_engine(bool nowait)
+{
+	/* "rust" is refused, and not the default, without the Rust engine. */
+	enum mt_job_engine engine = READ_ONCE(mt_job_engine);
+
+	if (engine == MT_JOB_ENGINE_PADATA && (nowait || !mt_job_padata_usable()))
+		engine = IS_ENABLED(CONFIG_MT_JOB_RUST) ? MT_JOB_ENGINE_RUST :
+							  MT_JOB_ENGINE_SERIAL;
+	return engine;
+}
+
+/**
+ * mt_job_may_use_helpers() - would mt_job_run() use helpers now?
+ * @nowait: for a job with &mt_job.nowait set
+ *
+ * For callers that prepare work for helpers before the job exists (the
+ * mmu_gather parallel free grows its gather only if helpers will free it).
+ *
+ * Return: false when the job would run on the serial engine (chosen with
+ * "mt_job.engine=serial", or the only one left: padata after boot or for a
+ * nowait job without CONFIG_MT_JOB_RUST) or "mt_job.max_threads=1" makes
+ * every job one thread; true otherwise.
+ */
+bool mt_job_may_use_helpers(bool nowait)
+{
+	return mt_job_pick_engine(nowait) != MT_JOB_ENGINE_SERIAL &&
+	       READ_ONCE(mt_job_max_threads) != 1;
+}
+
+/**
+ * __mt_job_run() - run a multithreaded job, see mt_job_run()
+ * @job: the job
+ * @key: the static lock class key of the call site
+ * @class_name: the name of their class, a static string
+ *
+ * Return: as mt_job_run().
+ */
+int __mt_job_run(struct mt_job *job, struct lock_class_key *key,
+		 const char *class_name)
+{
+	int cap = READ_ONCE(mt_job_max_threads);
+	int saved = job->max_threads;
+	bool ran = false;
+	int ret;
+
+	might_sleep();
+	ret = mt_job_check(job);
+	if (ret)
+		return ret;
+	job->nr_threads = 0;
+	job->nr_off_node = 0;
+	job->engine = mt_job_pick_engine(job->nowait);
+	if (!job->size)
+		return 0;
+	if (cap > 0)
+		job->max_threads = min(job->max_threads, cap);
+
+	if (job->engine == MT_JOB_ENGINE_PADATA)
+		ret = mt_job_try_padata(job, &ran);
+	if (!ran && job->engine != MT_JOB_ENGINE_SERIAL &&
+	    IS_ENABLED(CONFIG_MT_JOB_RUST)) {
+		ret = mt_job_rust_run(job, key, class_name);
+		ran = true;
+	}
+	if (!ran)
+		ret = mt_job_run_serial(job);
+	job->max_threads = saved;
+	return ret;
+}
+EXPORT_SYMBOL_GPL(__mt_job_run);
+
+/*
+ * Create kernel::mt_job's node workqueue before the first jobs (deferred
+ * struct page init, one per node at once) need it, on every kernel with Rust:
+ * Rust users of kernel::mt_job need it without CONFIG_MT_JOB_RUST too.
+ * Workqueues exist by early_initcall time; their per-node pools follow once
+ * the topology is known.
+ */
+static int __init mt_job_init(void)
+{
+	/*
+	 * On failure jobs queue node-affine helpers on system_unbound_wq; the
+	 * first such job warns once.
+	 */
+	if (IS_ENABLED(CONFIG_RUST))
+		return mt_job_rust_init();
+	return 0;
+}
+early_initcall(mt_job_init);

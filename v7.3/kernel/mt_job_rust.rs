@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The Rust engine behind `mt_job_run()`: turns a checked C `struct mt_job` into a
+//! [`kernel::mt_job::Job`] over `usize` indices and runs it.
+//!
+//! C header: [`include/linux/mt_job.h`](srctree/include/linux/mt_job.h); the entry points are
+//! declared for `kernel/mt_job.c` in `kernel/mt_job_internal.h`.
+
+use core::num::NonZeroUsize;
+use kernel::{
+    alloc::{
+        flags::{
+            GFP_KERNEL,
+            GFP_NOWAIT,
+            __GFP_NOWARN, //
+        },
+        NumaNode, //
+    },
+    bindings,
+    error::to_result,
+    mt_job::{
+        Affinity,
+        Align,
+        Job, //
+    },
+    prelude::*,
+    str::CStr,
+    sync::LockClassKey,
+};
+
+/// The C job's callbacks and their argument, shared by every thread of the job.
+struct Callbacks {
+    thread_fn: unsafe extern "C" fn(c_ulong, c_ulong, *mut c_void) -> c_int,
+    node_of: Option<unsafe extern "C" fn(c_ulong, *mut c_void) -> c_int>,
+    arg: *mut c_void,
+}
+
+// SAFETY: the C API documents (`mt_job.h`) that `thread_fn` is called from several threads at
+// once with the same `fn_arg`; synchronising what `fn_arg` points to is the caller's job, as it
+// is with padata. `node_of` is only called by the thread that called `mt_job_rust_run()`.
+unsafe impl Sync for Callbacks {}
+
+impl Callbacks {
+    /// Runs one chunk; a positive return is success, as in every engine (`mt_job.h`).
+    fn chunk(&self, start: c_ulong, end: c_ulong) -> Result {
+        // SAFETY: `thread_fn` is a valid function by the contract of `mt_job_rust_run`.
+        to_result(unsafe { (self.thread_fn)(start, end, self.arg) })
+    }
+
+    /// The node of `index`; `NUMA_NO_NODE` or any other impossible node means no node.
+    fn node(&self, index: c_ulong) -> Option<NumaNode> {
+        // SAFETY: `node_of` is a valid function by the contract of `mt_job_rust_run`.
+        let node = unsafe { (self.node_of?)(index, self.arg) };
+        NumaNode::new(node).ok().filter(|n| n.is_possible())
+    }
+}
+
+fn run(
+    job: &mut bindings::mt_job,
+    name: &'static CStr,
+    key: Pin<&'static LockClassKey>,
+) -> Result {
+    let cb = Callbacks {
+        thread_fn: job.thread_fn.ok_or(EINVAL)?,
+        node_of: job.node_of,
+        arg: job.fn_arg,
+    };
+    let end = job.start.checked_add(job.size).ok_or(EINVAL)?;
+    let node_of = |index: c_ulong| cb.node(index);
+    let by_index = matches!(
+        job.affinity,
+        bindings::mt_job_affinity_MT_JOB_AFFINITY_BY_INDEX
+            | bindings::mt_job_affinity_MT_JOB_AFFINITY_BY_INDEX_STRICT
+    );
+    if by_index && cb.node_of.is_none() {
+        return Err(EINVAL);
+    }
+    let affinity = match job.affinity {
+        bindings::mt_job_affinity_MT_JOB_AFFINITY_NONE => Affinity::None,
+        bindings::mt_job_affinity_MT_JOB_AFFINITY_INTERLEAVE => Affinity::Interleave,
+        bindings::mt_job_affinity_MT_JOB_AFFINITY_NODE => {
+            Affinity::Node(NumaNode::new(job.node).ok().filter(|n| n.is_possible()).ok_or(EINVAL)?)
+        }
+        bindings::mt_job_affinity_MT_JOB_AFFINITY_BY_INDEX => Affinity::ByIndex(&node_of),
+        bindings::mt_job_affinity_MT_JOB_AFFINITY_BY_INDEX_STRICT => {
+            Affinity::ByIndexStrict(&node_of)
+        }
+        _ => return Err(EINVAL),
+    };
+    let max_threads = usize::try_from(job.max_threads)
+        .ok()
+        .and_then(NonZeroUsize::new)
+        .ok_or(EINVAL)?;
+    let mt_job = Job::new(job.start..end, name, key)?
+        .align(Align::new(job.align as u64)?)
+        .min_chunk(job.min_chunk as u64)
+        .max_threads(max_threads)
+        .affinity(affinity)
+        .alloc_flags(if job.nowait {
+            GFP_NOWAIT | __GFP_NOWARN
+        } else {
+            GFP_KERNEL
+        });
+    let (res, report) = mt_job.run_and_report(|chunk| cb.chunk(chunk.start, chunk.end));
+    // Also when a chunk failed: callers report how many threads worked.
+    job.nr_threads = c_int::try_from(report.threads()).unwrap_or(c_int::MAX);
+    job.nr_off_node = c_ulong::try_from(report.off_node()).unwrap_or(c_ulong::MAX);
+    res
+}
+
+/// Prepares `kernel::mt_job` at boot, with or without `CONFIG_MT_JOB_RUST`; called once from an
+/// `early_initcall` in `kernel/mt_job.c`.
+///
+/// Returns 0 or the error of creating the node workqueue (jobs then queue node-affine helpers on
+/// `system_unbound_wq`).
+#[no_mangle]
+pub extern "C" fn mt_job_rust_init() -> c_int {
+    match kernel::mt_job::prepare_node_workqueue() {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// Test hook of `kernel/mt_job_test.c`: makes the `nth` helper (from 1) that the calling
+/// thread's jobs spawn fail as a failed allocation would; 0 turns it off.
+///
+/// Returns what the previous setting still had to count: 0 if it failed a helper or was off.
+#[cfg(CONFIG_MT_JOB_KUNIT_TEST)]
+#[no_mangle]
+pub extern "C" fn mt_job_rust_fail_nth_helper(nth: kernel::ffi::c_uint) -> kernel::ffi::c_uint {
+    let left = kernel::mt_job::fail_helper::set(nth as usize);
+    kernel::ffi::c_uint::try_from(left).unwrap_or(kernel::ffi::c_uint::MAX)
+}
+
+/// Runs `job` on the Rust engine; see `mt_job_run()` for the rules.
+///
+/// Returns 0, the first error a chunk returned, or `-EINVAL` for a job `mt_job_run()` would
+/// have refused.
+///
+/// # Safety
+///
+/// `job` must point to a valid `struct mt_job` that nobody else accesses during the call, whose
+/// `thread_fn` (and `node_of`, if set) may be called concurrently with `fn_arg` until this
+/// function returns. `key` must point to the static lock class key of the call site
+/// (`mt_job_run()`), and `class_name` to a static C string.
+#[no_mangle]
+pub unsafe extern "C" fn mt_job_rust_run(
+    job: *mut bindings::mt_job,
+    key: *mut bindings::lock_class_key,
+    class_name: *const c_char,
+) -> c_int {
+    // SAFETY: by the safety requirements `job` is valid and exclusively ours for the call.
+    let job = unsafe { &mut *job };
+    job.engine = bindings::mt_job_engine_MT_JOB_ENGINE_RUST;
+    // SAFETY: by the safety requirements `key` points to a static key, never moved nor freed,
+    // which `LockClassKey` wraps transparently, and `class_name` to a static C string.
+    let (name, key) = unsafe {
+        (
+            CStr::from_char_ptr(class_name),
+            Pin::static_ref(&*key.cast::<LockClassKey>()),
+        )
+    };
+    match run(job, name, key) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}

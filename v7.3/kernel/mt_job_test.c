@@ -1,0 +1,1135 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit tests of mt_job_run(), through its C API.
+ *
+ * Chunk functions record what they saw; the assertions run in the test
+ * thread after mt_job_run() returns, since helpers are not KUnit tasks.
+ */
+
+#include <kunit/test.h>
+#include <linux/atomic.h>
+#include <linux/completion.h>
+#include <linux/cpu.h>
+#include <linux/debug_locks.h>
+#include <linux/delay.h>
+#include <linux/kthread.h>
+#include <linux/limits.h>
+#include <linux/moduleparam.h>
+#include <linux/mutex.h>
+#include <linux/mt_job.h>
+#include <linux/nodemask.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/topology.h>
+
+#include "mt_job_internal.h"
+
+#define MAX_CHUNKS	1024
+
+struct chunk_rec {
+	unsigned long start;
+	unsigned long end;
+	int node;
+};
+
+struct rec {
+	unsigned long base;		/* index of counts[0] */
+	unsigned long nr;		/* entries of counts */
+	atomic_t *counts;		/* calls per index */
+	spinlock_t lock;
+	unsigned int nr_chunks;
+	struct chunk_rec chunks[MAX_CHUNKS];
+	atomic_t active;		/* threads inside thread_fn */
+	atomic_t max_active;
+	atomic_t calls;
+	unsigned int delay_us;		/* per chunk, to overlap threads */
+	bool busy;			/* spin for delay_us instead of sleeping */
+	unsigned long fail_at;		/* the chunk containing it fails */
+	int fail_errno;
+	atomic_t failed;		/* set by the failing chunk */
+	atomic_t late;			/* chunks started after that */
+};
+
+static struct rec *rec_alloc(struct kunit *test, unsigned long base,
+			     unsigned long nr)
+{
+	struct rec *r = kunit_kzalloc(test, sizeof(*r), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, r);
+	r->counts = kunit_kcalloc(test, nr ?: 1, sizeof(*r->counts), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, r->counts);
+	r->base = base;
+	r->nr = nr;
+	spin_lock_init(&r->lock);
+	r->fail_at = ULONG_MAX;
+	return r;
+}
+
+static int rec_fn(unsigned long start, unsigned long end, void *arg)
+{
+	struct rec *r = arg;
+	unsigned long i;
+	int active, seen;
+
+	atomic_inc(&r->calls);
+	if (atomic_read(&r->failed))
+		atomic_inc(&r->late);
+	active = atomic_inc_return(&r->active);
+	seen = atomic_read(&r->max_active);
+	while (active > seen && !atomic_try_cmpxchg(&r->max_active, &seen, active))
+		;
+
+	spin_lock(&r->lock);
+	if (r->nr_chunks < MAX_CHUNKS) {
+		r->chunks[r->nr_chunks].start = start;
+		r->chunks[r->nr_chunks].end = end;
+		r->chunks[r->nr_chunks].node = numa_node_id();
+	}
+	r->nr_chunks++;
+	spin_unlock(&r->lock);
+
+	for (i = start; i < end && i - r->base < r->nr; i++)
+		atomic_inc(&r->counts[i - r->base]);
+	if (r->delay_us && r->busy)
+		udelay(r->delay_us);
+	else if (r->delay_us)
+		usleep_range(r->delay_us, r->delay_us + 100);
+	atomic_dec(&r->active);
+
+	if (r->fail_at >= start && r->fail_at < end) {
+		atomic_set(&r->failed, 1);
+		return r->fail_errno;
+	}
+	return 0;
+}
+
+static struct mt_job job_of(struct rec *r, unsigned long start,
+			    unsigned long size)
+{
+	return (struct mt_job) {
+		.thread_fn	= rec_fn,
+		.fn_arg		= r,
+		.start		= start,
+		.size		= size,
+		.align		= 1,
+		.max_threads	= 1,
+		.name		= "mt_job_test",
+	};
+}
+
+static void expect_each_once(struct kunit *test, struct rec *r)
+{
+	unsigned long i, bad = 0;
+
+	for (i = 0; i < r->nr; i++)
+		if (atomic_read(&r->counts[i]) != 1)
+			bad++;
+	KUNIT_EXPECT_EQ_MSG(test, bad, 0UL, "indices not run exactly once");
+}
+
+/* Every inner boundary aligned; inner chunks at least min_chunk. */
+static void expect_shape(struct kunit *test, struct rec *r,
+			 const struct mt_job *job)
+{
+	unsigned long end = job->start + job->size;
+	unsigned int i;
+
+	KUNIT_ASSERT_LE(test, r->nr_chunks, (unsigned int)MAX_CHUNKS);
+	for (i = 0; i < r->nr_chunks; i++) {
+		struct chunk_rec *c = &r->chunks[i];
+
+		KUNIT_EXPECT_LT(test, c->start, c->end);
+		if (c->start != job->start)
+			KUNIT_EXPECT_EQ(test, c->start % job->align, 0UL);
+		if (c->end != end)
+			KUNIT_EXPECT_EQ(test, c->end % job->align, 0UL);
+		if (c->start != job->start && c->end != end)
+			KUNIT_EXPECT_GE(test, c->end - c->start, job->min_chunk);
+	}
+}
+
+static void cover_one(struct kunit *test, unsigned long align,
+		      unsigned long min_chunk, int threads,
+		      enum mt_job_affinity aff)
+{
+	struct rec *r = rec_alloc(test, 1000003, 20011);
+	struct mt_job job = job_of(r, r->base, r->nr);
+
+	job.align = align;
+	job.min_chunk = min_chunk;
+	job.max_threads = threads;
+	job.affinity = aff;
+	job.node = first_online_node;
+	KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+	expect_each_once(test, r);
+	expect_shape(test, r, &job);
+	KUNIT_EXPECT_GE(test, job.nr_threads, 1);
+	KUNIT_EXPECT_LE(test, job.nr_threads, threads);
+	if (IS_ENABLED(CONFIG_MT_JOB_RUST))
+		KUNIT_EXPECT_EQ(test, job.engine, MT_JOB_ENGINE_RUST);
+	kunit_kfree(test, r->counts);
+	kunit_kfree(test, r);
+}
+
+/* Every index exactly once, aligned boundaries, min_chunk, for all shapes. */
+static void mt_job_test_cover(struct kunit *test)
+{
+	static const unsigned long aligns[] = { 1, 8, 512 };
+	static const unsigned long min_chunks[] = { 0, 1, 100, 4096 };
+	static const int threads[] = { 1, 2, 4, 8 };
+	unsigned int a, m, t, aff;
+
+	for (a = 0; a < ARRAY_SIZE(aligns); a++) {
+		for (m = 0; m < ARRAY_SIZE(min_chunks); m++) {
+			for (t = 0; t < ARRAY_SIZE(threads); t++) {
+				for (aff = MT_JOB_AFFINITY_NONE;
+				     aff <= MT_JOB_AFFINITY_NODE; aff++)
+					cover_one(test, aligns[a], min_chunks[m],
+						  threads[t], aff);
+			}
+		}
+	}
+}
+
+static void mt_job_test_max_threads(struct kunit *test)
+{
+	int t;
+
+	for (t = 1; t <= 6; t++) {
+		struct rec *r = rec_alloc(test, 0, 4096);
+		struct mt_job job = job_of(r, 0, r->nr);
+
+		r->delay_us = 2000;
+		job.max_threads = t;
+		KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+		expect_each_once(test, r);
+		KUNIT_EXPECT_LE(test, atomic_read(&r->max_active), t);
+		KUNIT_EXPECT_LE(test, job.nr_threads, t);
+		/* The engine is parallel: with room for it, threads overlap. */
+		if (IS_ENABLED(CONFIG_MT_JOB_RUST) && t > 1 &&
+		    num_online_cpus() > 1)
+			KUNIT_EXPECT_GE(test, atomic_read(&r->max_active), 2);
+	}
+}
+
+/* A thread cap far above the CPUs neither fails nor starts more threads. */
+static void mt_job_test_many_threads(struct kunit *test)
+{
+	struct rec *r = rec_alloc(test, 0, 1 << 16);
+	struct mt_job job = job_of(r, 0, r->nr);
+
+	job.max_threads = INT_MAX;
+	KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+	expect_each_once(test, r);
+	KUNIT_EXPECT_LE(test, job.nr_threads, (int)num_online_cpus());
+}
+
+static int first_node_with_cpus(void)
+{
+	return first_node(node_states[N_CPU]);
+}
+
+/*
+ * All chunks of a node-affine job run on that node.  The chunks spin rather
+ * than sleep: a woken worker of the (non-strict) unbound pool may be placed
+ * on any CPU, which is the scheduler's choice, not the engine's.
+ */
+static void mt_job_test_affinity_node(struct kunit *test)
+{
+	int node;
+
+	for_each_node_state(node, N_CPU) {
+		struct rec *r = rec_alloc(test, 0, 1 << 14);
+		struct mt_job job = job_of(r, 0, r->nr);
+		unsigned int i;
+
+		r->delay_us = 200;
+		r->busy = true;
+		job.max_threads = 4;
+		job.affinity = MT_JOB_AFFINITY_NODE;
+		job.node = node;
+		KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+		expect_each_once(test, r);
+		/* No more threads than the node has CPUs. */
+		KUNIT_EXPECT_LE(test, job.nr_threads, nr_cpus_node(node));
+		for (i = 0; i < min(r->nr_chunks, MAX_CHUNKS); i++)
+			KUNIT_EXPECT_EQ_MSG(test, r->chunks[i].node, node,
+					    "chunk [%lu, %lu) off its node",
+					    r->chunks[i].start, r->chunks[i].end);
+		/* And the engine's own count agrees. */
+		if (job.engine == MT_JOB_ENGINE_RUST)
+			KUNIT_EXPECT_EQ(test, job.nr_off_node, 0UL);
+	}
+}
+
+/* Interleaved helpers reach every node with CPUs. */
+static void mt_job_test_affinity_interleave(struct kunit *test)
+{
+	struct rec *r = rec_alloc(test, 0, 1 << 14);
+	struct mt_job job = job_of(r, 0, r->nr);
+	nodemask_t seen = NODE_MASK_NONE;
+	unsigned int i;
+
+	if (num_node_state(N_CPU) < 2)
+		kunit_skip(test, "needs 2 nodes with CPUs");
+	r->delay_us = 2000;
+	job.max_threads = 2 * num_node_state(N_CPU);
+	job.affinity = MT_JOB_AFFINITY_INTERLEAVE;
+	KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+	expect_each_once(test, r);
+	for (i = 0; i < min(r->nr_chunks, MAX_CHUNKS); i++)
+		node_set(r->chunks[i].node, seen);
+	KUNIT_EXPECT_TRUE(test, nodes_equal(seen, node_states[N_CPU]));
+}
+
+struct by_index {
+	struct rec *r;
+	unsigned long half;
+	int lo, hi;
+};
+
+static int by_index_fn(unsigned long start, unsigned long end, void *arg)
+{
+	struct by_index *b = arg;
+
+	return rec_fn(start, end, b->r);
+}
+
+static int by_index_node(unsigned long index, void *arg)
+{
+	struct by_index *b = arg;
+
+	return index < b->half ? b->lo : b->hi;
+}
+
+/* Helpers queued on node N take node N's chunks first. */
+static void mt_job_test_affinity_by_index(struct kunit *test)
+{
+	struct by_index b = { .half = 1 << 13 };
+	unsigned int i, local[2] = { 0, 0 }, total[2] = { 0, 0 };
+	struct mt_job job;
+
+	if (num_node_state(N_CPU) < 2)
+		kunit_skip(test, "needs 2 nodes with CPUs");
+	b.lo = first_node_with_cpus();
+	b.hi = next_node_in(b.lo, node_states[N_CPU]);
+	b.r = rec_alloc(test, 0, 1 << 14);
+	b.r->delay_us = 2000;
+	job = job_of(b.r, 0, b.r->nr);
+	job.thread_fn = by_index_fn;
+	job.fn_arg = &b;
+	job.max_threads = 4;
+	job.affinity = MT_JOB_AFFINITY_BY_INDEX;
+	job.node_of = by_index_node;
+	KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+	expect_each_once(test, b.r);
+	for (i = 0; i < min(b.r->nr_chunks, MAX_CHUNKS); i++) {
+		struct chunk_rec *c = &b.r->chunks[i];
+		int want = c->start < b.half ? 0 : 1;
+
+		total[want]++;
+		local[want] += c->node == (want ? b.hi : b.lo);
+	}
+	/* Most of each node's chunks ran on that node. */
+	KUNIT_EXPECT_GT(test, 2 * local[0], total[0]);
+	KUNIT_EXPECT_GT(test, 2 * local[1], total[1]);
+}
+
+static void mt_job_test_error(struct kunit *test)
+{
+	int t;
+
+	for (t = 1; t <= 4; t++) {
+		struct rec *r = rec_alloc(test, 0, 10000);
+		struct mt_job job = job_of(r, 0, r->nr);
+
+		r->fail_at = 1234;
+		r->fail_errno = -ENOSPC;
+		r->delay_us = 1000;
+		job.max_threads = t;
+		KUNIT_EXPECT_EQ(test, mt_job_run(&job), -ENOSPC);
+		/* One thread (t == 1, or one CPU): one chunk, as padata. */
+		if (t == 1 || r->nr_chunks == 1) {
+			KUNIT_EXPECT_EQ(test, r->nr_chunks, 1U);
+			KUNIT_EXPECT_EQ(test, r->chunks[0].start, 0UL);
+			KUNIT_EXPECT_EQ(test, r->chunks[0].end, r->nr);
+			continue;
+		}
+		/* The job stopped: the chunks after the failing one did not all run. */
+		KUNIT_EXPECT_LT(test, atomic_read(&r->counts[r->nr - 1]), 1);
+	}
+}
+
+/* A positive return from a chunk is success, in every engine. */
+static void mt_job_test_positive_return(struct kunit *test)
+{
+	int t;
+
+	for (t = 1; t <= 4; t += 3) {
+		struct rec *r = rec_alloc(test, 0, 10000);
+		struct mt_job job = job_of(r, 0, r->nr);
+
+		r->fail_at = 1234;
+		r->fail_errno = 1;
+		job.max_threads = t;
+		KUNIT_EXPECT_EQ(test, mt_job_run(&job), 0);
+		expect_each_once(test, r);
+	}
+}
+
+static void mt_job_test_einval(struct kunit *test)
+{
+	struct rec *r = rec_alloc(test, 0, 100);
+	struct mt_job bad[10];
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(bad); i++)
+		bad[i] = job_of(r, 0, r->nr);
+	bad[0].thread_fn = NULL;
+	bad[1].align = 0;
+	bad[2].align = 3;
+	bad[3].max_threads = 0;
+	bad[4].start = ULONG_MAX - 5;
+	bad[4].size = 10;
+	bad[5].affinity = MT_JOB_AFFINITY_BY_INDEX;
+	bad[6].affinity = MT_JOB_AFFINITY_NODE;
+	bad[6].node = NUMA_NO_NODE;
+	bad[7].affinity = 42;
+	bad[8].max_threads = -3;
+	bad[9].affinity = MT_JOB_AFFINITY_BY_INDEX_STRICT;
+	for (i = 0; i < ARRAY_SIZE(bad); i++)
+		KUNIT_EXPECT_EQ_MSG(test, mt_job_run(&bad[i]), -EINVAL,
+				    "bad job %u", i);
+	KUNIT_EXPECT_EQ(test, atomic_read(&r->calls), 0);
+}
+
+static void mt_job_test_small(struct kunit *test)
+{
+	struct rec *r = rec_alloc(test, 7, 1);
+	struct mt_job job = job_of(r, 7, 0);
+
+	job.max_threads = 4;
+	KUNIT_EXPECT_EQ(test, mt_job_run(&job), 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&r->calls), 0);
+
+	job.size = 1;
+	job.align = 64;
+	job.min_chunk = 1000;
+	KUNIT_EXPECT_EQ(test, mt_job_run(&job), 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&r->calls), 1);
+	KUNIT_EXPECT_EQ(test, r->chunks[0].start, 7UL);
+	KUNIT_EXPECT_EQ(test, r->chunks[0].end, 8UL);
+	KUNIT_EXPECT_EQ(test, job.nr_threads, 1);
+}
+
+/* Ranges that end at ULONG_MAX, where rounding a boundary up overflows. */
+static void mt_job_test_ulong_max(struct kunit *test)
+{
+	static const unsigned long sizes[] = { 1, 1000, 65536 };
+	unsigned int s;
+
+	for (s = 0; s < ARRAY_SIZE(sizes); s++) {
+		struct rec *r = rec_alloc(test, ULONG_MAX - sizes[s], sizes[s]);
+		struct mt_job job = job_of(r, r->base, r->nr);
+
+		job.align = 64;
+		job.min_chunk = 100;
+		job.max_threads = 4;
+		KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+		expect_each_once(test, r);
+		expect_shape(test, r, &job);
+	}
+}
+
+struct concurrent {
+	struct kunit *test;
+	struct rec *r;
+	struct mt_job job;
+	int ret;
+	struct completion done;
+};
+
+static int concurrent_fn(void *arg)
+{
+	struct concurrent *c = arg;
+
+	c->ret = mt_job_run(&c->job);
+	complete(&c->done);
+	return 0;
+}
+
+/* Runs @fn(@c) in a kthread bound to the CPUs of @node; waits for c->done. */
+static void run_bound(struct kunit *test, int (*fn)(void *),
+		      struct concurrent *c, int node)
+{
+	struct task_struct *t;
+
+	c->ret = -EINPROGRESS;
+	init_completion(&c->done);
+	t = kthread_create(fn, c, "mt_job_test/bound");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+	KUNIT_ASSERT_EQ(test, set_cpus_allowed_ptr(t, cpumask_of_node(node)), 0);
+	wake_up_process(t);
+	wait_for_completion(&c->done);
+}
+
+/* Several jobs at once, from different kthreads. */
+static void mt_job_test_concurrent(struct kunit *test)
+{
+	struct concurrent c[4];
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(c); i++) {
+		struct task_struct *t;
+
+		c[i].r = rec_alloc(test, i * 100000UL, 30000 + i);
+		c[i].r->delay_us = 50;
+		c[i].job = job_of(c[i].r, c[i].r->base, c[i].r->nr);
+		c[i].job.max_threads = 3;
+		c[i].job.align = 16;
+		c[i].job.affinity = i % 3;
+		c[i].job.node = first_node_with_cpus();
+		c[i].ret = -EINPROGRESS;
+		init_completion(&c[i].done);
+		t = kthread_run(concurrent_fn, &c[i], "mt_job_test/%d", i);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+	}
+	for (i = 0; i < ARRAY_SIZE(c); i++) {
+		wait_for_completion(&c[i].done);
+		KUNIT_EXPECT_EQ(test, c[i].ret, 0);
+		expect_each_once(test, c[i].r);
+	}
+}
+
+/*
+ * Strict by-index affinity: the chunks of node N run on node N.  The caller
+ * is a kthread bound to the first node, so it may take that node's chunks;
+ * the chunks spin so that the scheduler has no reason to move a helper.
+ */
+static void mt_job_test_affinity_by_index_strict(struct kunit *test)
+{
+	struct by_index b = { .half = 1 << 13 };
+	struct concurrent c;
+	unsigned int i;
+	int threads;
+
+	if (num_node_state(N_CPU) < 2)
+		kunit_skip(test, "needs 2 nodes with CPUs");
+	b.lo = first_node_with_cpus();
+	b.hi = next_node_in(b.lo, node_states[N_CPU]);
+	for (threads = 1; threads <= 4; threads += 3) {
+		b.r = rec_alloc(test, 0, 1 << 14);
+		b.r->delay_us = 300;
+		b.r->busy = true;
+		c.job = job_of(b.r, 0, b.r->nr);
+		c.job.thread_fn = by_index_fn;
+		c.job.fn_arg = &b;
+		c.job.max_threads = threads;
+		c.job.affinity = MT_JOB_AFFINITY_BY_INDEX_STRICT;
+		c.job.node_of = by_index_node;
+		run_bound(test, concurrent_fn, &c, b.lo);
+		KUNIT_ASSERT_EQ(test, c.ret, 0);
+		expect_each_once(test, b.r);
+		if (threads == 1)	/* no helper: the caller runs every chunk */
+			continue;
+		for (i = 0; i < min(b.r->nr_chunks, MAX_CHUNKS); i++) {
+			struct chunk_rec *ch = &b.r->chunks[i];
+
+			KUNIT_EXPECT_EQ_MSG(test, ch->node,
+					    ch->start < b.half ? b.lo : b.hi,
+					    "chunk [%lu, %lu) off its node",
+					    ch->start, ch->end);
+		}
+	}
+}
+
+static int all_hi_node(unsigned long index, void *arg)
+{
+	struct by_index *b = arg;
+
+	return b->hi;
+}
+
+/* Keeps its CPU until stopped, above every SCHED_NORMAL kworker. */
+static int spinner_fn(void *arg)
+{
+	atomic_t *running = arg;
+
+	atomic_inc(running);
+	while (!kthread_should_stop())
+		cpu_relax();
+	return 0;
+}
+
+/* Runs b->r's strict nowait job from a kthread bound to node b->lo. */
+static void strict_nowait_run(struct kunit *test, struct by_index *b,
+			      struct concurrent *c)
+{
+	b->r = rec_alloc(test, 0, 1 << 12);
+	c->job = job_of(b->r, 0, b->r->nr);
+	c->job.thread_fn = by_index_fn;
+	c->job.fn_arg = b;
+	c->job.max_threads = 4;
+	c->job.affinity = MT_JOB_AFFINITY_BY_INDEX_STRICT;
+	c->job.node_of = all_hi_node;
+	c->job.nowait = true;
+	run_bound(test, concurrent_fn, c, b->lo);
+}
+
+/*
+ * A nowait strict job whose caller (bound to another node) has no chunk of
+ * its own: it cancels the helpers that did not start yet instead of waiting
+ * for them, and runs their chunks after the join.  Every index still runs
+ * exactly once.  First with the other node's CPUs taken by SCHED_FIFO
+ * spinners, so that no helper can start there: the caller must have run
+ * every chunk, off its node, alone; then 40 times on an idle machine, where
+ * how often helpers were cancelled is timing, so it is only reported.
+ */
+static void mt_job_test_strict_nowait(struct kunit *test)
+{
+	struct by_index b = { .half = 0 };
+	atomic_t running = ATOMIC_INIT(0);
+	struct task_struct **spinners;
+	unsigned long off = 0;
+	struct task_struct *t;
+	struct concurrent c;
+	int i, cpu, n = 0;
+
+	if (num_node_state(N_CPU) < 2)
+		kunit_skip(test, "needs 2 nodes with CPUs");
+	b.lo = first_node_with_cpus();
+	b.hi = next_node_in(b.lo, node_states[N_CPU]);
+
+	spinners = kunit_kcalloc(test, nr_cpu_ids, sizeof(*spinners), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, spinners);
+	for_each_cpu_and(cpu, cpumask_of_node(b.hi), cpu_online_mask) {
+		t = kthread_create_on_cpu(spinner_fn, &running, cpu, "mt_job_spin/%u");
+		KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+		sched_set_fifo(t);
+		wake_up_process(t);
+		spinners[n++] = t;
+	}
+	while (atomic_read(&running) < n)
+		usleep_range(100, 200);
+	strict_nowait_run(test, &b, &c);
+	for (i = 0; i < n; i++)
+		kthread_stop(spinners[i]);
+	KUNIT_ASSERT_EQ(test, c.ret, 0);
+	expect_each_once(test, b.r);
+	if (c.job.engine == MT_JOB_ENGINE_RUST) {
+		KUNIT_EXPECT_EQ(test, c.job.nr_threads, 1);
+		KUNIT_EXPECT_EQ(test, c.job.nr_off_node, (unsigned long)b.r->nr_chunks);
+	}
+	kunit_kfree(test, b.r->counts);
+	kunit_kfree(test, b.r);
+
+	for (i = 0; i < 40; i++) {
+		strict_nowait_run(test, &b, &c);
+		KUNIT_ASSERT_EQ(test, c.ret, 0);
+		expect_each_once(test, b.r);
+		off += c.job.nr_off_node;
+		kunit_kfree(test, b.r->counts);
+		kunit_kfree(test, b.r);
+	}
+	kunit_info(test, "%lu chunks ran off their node over 40 jobs\n", off);
+}
+
+static int nowait_node(unsigned long index, void *arg)
+{
+	int first = first_node_with_cpus();
+
+	return index < 2048 ? first : next_node_in(first, node_states[N_CPU]);
+}
+
+/*
+ * nowait: the engine's allocations use GFP_NOWAIT (the mmu_gather free path);
+ * the job still covers every index, by index as well, and runs in parallel.
+ */
+static void mt_job_test_nowait(struct kunit *test)
+{
+	enum mt_job_affinity aff;
+
+	for (aff = MT_JOB_AFFINITY_NONE; aff <= MT_JOB_AFFINITY_BY_INDEX;
+	     aff++) {
+		struct rec *r = rec_alloc(test, 0, 4096);
+		struct mt_job job = job_of(r, 0, r->nr);
+
+		if (aff == MT_JOB_AFFINITY_NODE)
+			continue;
+		r->delay_us = 2000;
+		job.max_threads = 4;
+		job.nowait = true;
+		job.affinity = aff;
+		job.node_of = aff == MT_JOB_AFFINITY_BY_INDEX ? nowait_node :
+								NULL;
+		KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+		expect_each_once(test, r);
+		KUNIT_EXPECT_LE(test, job.nr_threads, 4);
+		if (IS_ENABLED(CONFIG_MT_JOB_RUST) && num_online_cpus() > 1)
+			KUNIT_EXPECT_GE(test, atomic_read(&r->max_active), 2);
+	}
+}
+
+static int first_node_without_cpus(void)
+{
+	int node;
+
+	for_each_node_state(node, N_MEMORY)
+		if (!node_state(node, N_CPU))
+			return node;
+	return NUMA_NO_NODE;
+}
+
+/* Thirds of the range on three nodes: @lo, @hi and @cpuless. */
+struct thirds {
+	struct rec *r;
+	int node[3];
+};
+
+static int thirds_fn(unsigned long start, unsigned long end, void *arg)
+{
+	struct thirds *t = arg;
+
+	return rec_fn(start, end, t->r);
+}
+
+static int thirds_node(unsigned long index, void *arg)
+{
+	struct thirds *t = arg;
+
+	return t->node[min(3 * (index - t->r->base) / t->r->nr, 2UL)];
+}
+
+/*
+ * Every index on the last of the three nodes (the one without CPUs in our
+ * QEMU setup) or on none: no node with CPUs owns a segment.
+ */
+static int lone_node(unsigned long index, void *arg)
+{
+	struct thirds *t = arg;
+
+	return index & 1 ? NUMA_NO_NODE : t->node[2];
+}
+
+/*
+ * A node with memory and no CPU: node-affine jobs on it run on the caller,
+ * by-index jobs run its chunks somewhere, strict ones too, also with fewer
+ * threads than nodes; the engine counts those chunks as off their node.
+ */
+static void mt_job_test_cpuless_node(struct kunit *test)
+{
+	static const enum mt_job_affinity affs[] = {
+		MT_JOB_AFFINITY_NODE, MT_JOB_AFFINITY_BY_INDEX,
+		MT_JOB_AFFINITY_BY_INDEX_STRICT,
+	};
+	struct thirds t;
+	unsigned int a;
+	int threads;
+
+	t.node[2] = first_node_without_cpus();
+	if (t.node[2] == NUMA_NO_NODE)
+		kunit_skip(test, "needs a node with memory and no CPU");
+	t.node[0] = first_node_with_cpus();
+	t.node[1] = next_node_in(t.node[0], node_states[N_CPU]);
+	for (a = 0; a < ARRAY_SIZE(affs); a++) {
+		for (threads = 1; threads <= 4; threads++) {
+			struct mt_job job;
+
+			t.r = rec_alloc(test, 3000, 3 << 12);
+			t.r->delay_us = 100;
+			job = job_of(t.r, t.r->base, t.r->nr);
+			job.thread_fn = thirds_fn;
+			job.fn_arg = &t;
+			job.max_threads = threads;
+			job.affinity = affs[a];
+			job.node = t.node[2];
+			job.node_of = thirds_node;
+			KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+			expect_each_once(test, t.r);
+			/*
+			 * The CPU-less node's chunks ran elsewhere; a job of
+			 * one thread is one chunk, counted by its first
+			 * index, which is on a node with CPUs.
+			 */
+			if (job.engine == MT_JOB_ENGINE_RUST &&
+			    (threads > 1 || affs[a] == MT_JOB_AFFINITY_NODE))
+				KUNIT_EXPECT_GT_MSG(test, job.nr_off_node, 0UL,
+						    "affinity %d, %d threads",
+						    affs[a], threads);
+			KUNIT_EXPECT_LE(test, job.nr_off_node,
+					(unsigned long)t.r->nr_chunks);
+			if (affs[a] == MT_JOB_AFFINITY_NODE)
+				KUNIT_EXPECT_EQ(test, job.nr_threads, 1);
+			kunit_kfree(test, t.r->counts);
+			kunit_kfree(test, t.r);
+		}
+	}
+}
+
+struct hotplug {
+	struct completion done;
+	bool stop;
+	unsigned int cycles;
+	int err;
+};
+
+/* Offline CPUs from the last down to CPU 1, then online them again. */
+static int hotplug_fn(void *arg)
+{
+	struct hotplug *h = arg;
+	int cpu, ret;
+
+	while (!READ_ONCE(h->stop)) {
+		for (cpu = nr_cpu_ids - 1; cpu > 0; cpu--) {
+			if (!cpu_online(cpu))
+				continue;
+			ret = remove_cpu(cpu);
+			if (ret && !h->err)
+				h->err = ret;
+			usleep_range(5000, 6000);
+		}
+		for (cpu = 1; cpu < nr_cpu_ids; cpu++) {
+			if (!cpu_present(cpu) || cpu_online(cpu))
+				continue;
+			ret = add_cpu(cpu);
+			if (ret && !h->err)
+				h->err = ret;
+			usleep_range(5000, 6000);
+		}
+		h->cycles++;
+	}
+	complete(&h->done);
+	return 0;
+}
+
+/*
+ * CPUs (and with them whole nodes' CPUs) go offline and online while jobs of
+ * every affinity run: every job covers every index exactly once.  At least
+ * 200 jobs of each affinity, and until two hotplug cycles went by (at most
+ * 5000 jobs).  A third of the by-index jobs have no segment on a node with
+ * CPUs, so that the search for a helper's node walks the whole ring of nodes
+ * with CPUs while it changes.
+ */
+static void mt_job_test_hotplug(struct kunit *test)
+{
+	struct hotplug h = { .stop = false };
+	struct task_struct *task;
+	unsigned int i, bad = 0;
+	struct thirds t;
+
+	if (!IS_ENABLED(CONFIG_HOTPLUG_CPU) || num_present_cpus() < 2)
+		kunit_skip(test, "needs CPU hotplug and 2 CPUs");
+	t.node[0] = first_node_with_cpus();
+	t.node[1] = next_node_in(t.node[0], node_states[N_POSSIBLE]);
+	t.node[2] = next_node_in(t.node[1], node_states[N_POSSIBLE]);
+	init_completion(&h.done);
+	task = kthread_run(hotplug_fn, &h, "mt_job_test/hotplug");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(task));
+	for (i = 0; i < 5 * 200 || (READ_ONCE(h.cycles) < 2 && i < 5000); i++) {
+		struct mt_job job;
+		int ret;
+
+		t.r = rec_alloc(test, 0, 4096 + i);
+		t.r->delay_us = 20;
+		job = job_of(t.r, 0, t.r->nr);
+		job.thread_fn = thirds_fn;
+		job.fn_arg = &t;
+		job.max_threads = 1 + i % 4;
+		job.affinity = i % 5;
+		job.node = t.node[i % 3];
+		job.node_of = (i / 5) % 3 == 2 ? lone_node : thirds_node;
+		job.nowait = i % 7 == 0;
+		ret = mt_job_run(&job);
+		KUNIT_EXPECT_EQ_MSG(test, ret, 0, "job %u", i);
+		expect_each_once(test, t.r);
+		bad += ret != 0;
+		kunit_kfree(test, t.r->counts);
+		kunit_kfree(test, t.r);
+	}
+	WRITE_ONCE(h.stop, true);
+	wait_for_completion(&h.done);
+	KUNIT_EXPECT_EQ(test, bad, 0U);
+	KUNIT_EXPECT_EQ(test, h.err, 0);
+	KUNIT_EXPECT_GT(test, h.cycles, 0U);
+	KUNIT_EXPECT_EQ(test, num_online_cpus(), num_present_cpus());
+	kunit_info(test, "%u jobs over %u hotplug cycles\n", i, h.cycles);
+}
+
+struct nested {
+	struct rec *r;		/* the inner jobs' indices */
+	enum mt_job_affinity affinity;
+	int node;
+	atomic_t errors;
+};
+
+/* Every other run of 1024 indices on the first node, the others on none. */
+static int nested_node_of(unsigned long index, void *arg)
+{
+	return index & 1024 ? first_node_with_cpus() : NUMA_NO_NODE;
+}
+
+/* An outer chunk [start, end) runs indices [start * 256, end * 256). */
+static int nested_outer_fn(unsigned long start, unsigned long end, void *arg)
+{
+	struct nested *n = arg;
+	struct mt_job job = job_of(n->r, start * 256, (end - start) * 256);
+	int ret;
+
+	job.max_threads = 2;
+	job.affinity = n->affinity;
+	job.node = n->node;
+	job.node_of = nested_node_of;
+	job.fn_arg = n->r;
+	ret = mt_job_run(&job);
+	if (ret)
+		atomic_inc(&n->errors);
+	return ret;
+}
+
+/* A chunk function that runs a job of its own, for every affinity. */
+static void mt_job_test_nested(struct kunit *test)
+{
+	enum mt_job_affinity aff;
+
+	for (aff = MT_JOB_AFFINITY_NONE; aff <= MT_JOB_AFFINITY_BY_INDEX_STRICT;
+	     aff++) {
+		struct nested n = {
+			.affinity = aff,
+			.node = first_node_with_cpus(),
+			.errors = ATOMIC_INIT(0),
+		};
+		struct mt_job job;
+
+		n.r = rec_alloc(test, 0, 64 * 256);
+		n.r->delay_us = 10;
+		job = job_of(n.r, 0, 64);
+		job.thread_fn = nested_outer_fn;
+		job.fn_arg = &n;
+		job.max_threads = 4;
+		job.affinity = aff;
+		job.node = n.node;
+		job.node_of = nested_node_of;
+		KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+		KUNIT_EXPECT_EQ(test, atomic_read(&n.errors), 0);
+		expect_each_once(test, n.r);
+		kunit_kfree(test, n.r->counts);
+		kunit_kfree(test, n.r);
+	}
+}
+
+/*
+ * Helpers of GFP_KERNEL jobs fail as a failed allocation would (the Rust
+ * engine's test hook: failslab does not fail allocations that may reclaim
+ * unless debugfs says so): every affinity, the nth helper; the job still runs
+ * every index, with no more threads than the helpers before it and the caller.
+ */
+static void alloc_failure_gfp_kernel(struct kunit *test)
+{
+	unsigned int nth, fired = 0, rust = 0;
+	enum mt_job_affinity aff;
+	int nid, node = first_node_with_cpus();
+
+	/* The node with the most CPUs: a node job of one CPU spawns no helper. */
+	for_each_node_state(nid, N_CPU)
+		if (nr_cpus_node(nid) > nr_cpus_node(node))
+			node = nid;
+
+	for (aff = MT_JOB_AFFINITY_NONE; aff <= MT_JOB_AFFINITY_BY_INDEX_STRICT;
+	     aff++) {
+		for (nth = 1; nth <= 4; nth++) {
+			struct rec *r = rec_alloc(test, 0, 4096);
+			struct mt_job job = job_of(r, 0, r->nr);
+			unsigned int left;
+			int ret;
+
+			r->delay_us = 200;
+			job.max_threads = 4;
+			job.affinity = aff;
+			job.node = node;
+			job.node_of = nowait_node;
+			mt_job_rust_fail_nth_helper(nth);
+			ret = mt_job_run(&job);
+			left = mt_job_rust_fail_nth_helper(0);
+			KUNIT_EXPECT_EQ_MSG(test, ret, 0, "affinity %d nth %u",
+					    aff, nth);
+			expect_each_once(test, r);
+			KUNIT_EXPECT_GE(test, job.nr_threads, 1);
+			rust += job.engine == MT_JOB_ENGINE_RUST;
+			if (!left) {
+				fired++;
+				KUNIT_EXPECT_LE_MSG(test, job.nr_threads, nth,
+						    "affinity %d nth %u", aff,
+						    nth);
+			}
+			kunit_kfree(test, r->counts);
+			kunit_kfree(test, r);
+		}
+	}
+	/* On the Rust engine, the first helper of every affinity at least. */
+	if (rust == 5 * 4)
+		KUNIT_EXPECT_GE(test, fired, 5U);
+}
+
+/*
+ * The engine's helper and segment allocations fail (failslab's fail-nth,
+ * which reaches GFP_NOWAIT allocations): the job still runs every index,
+ * with fewer threads.  Then the same for GFP_KERNEL jobs through the test
+ * hook.
+ */
+static void mt_job_test_alloc_failure(struct kunit *test)
+{
+#ifdef CONFIG_FAILSLAB
+	enum mt_job_affinity aff;
+	unsigned int nth;
+
+	for (aff = MT_JOB_AFFINITY_NONE; aff <= MT_JOB_AFFINITY_BY_INDEX_STRICT;
+	     aff++) {
+		for (nth = 1; nth <= 6; nth++) {
+			struct rec *r = rec_alloc(test, 0, 4096);
+			struct mt_job job = job_of(r, 0, r->nr);
+			int ret;
+
+			r->delay_us = 200;
+			job.max_threads = 4;
+			job.nowait = true;
+			job.affinity = aff;
+			job.node = first_node_with_cpus();
+			job.node_of = nowait_node;
+			current->fail_nth = nth;
+			ret = mt_job_run(&job);
+			/* Not reached: fewer allocations than nth. */
+			current->fail_nth = 0;
+			KUNIT_EXPECT_EQ(test, ret, 0);
+			expect_each_once(test, r);
+			KUNIT_EXPECT_GE(test, job.nr_threads, 1);
+			kunit_kfree(test, r->counts);
+			kunit_kfree(test, r);
+		}
+	}
+	/* With the first allocation failing, no helper: the caller alone. */
+	{
+		struct rec *r = rec_alloc(test, 0, 4096);
+		struct mt_job job = job_of(r, 0, r->nr);
+
+		job.max_threads = 4;
+		job.nowait = true;
+		current->fail_nth = 1;
+		KUNIT_EXPECT_EQ(test, mt_job_run(&job), 0);
+		current->fail_nth = 0;
+		expect_each_once(test, r);
+		if (job.engine == MT_JOB_ENGINE_RUST)
+			KUNIT_EXPECT_EQ(test, job.nr_threads, 1);
+	}
+#endif
+	if (IS_ENABLED(CONFIG_MT_JOB_RUST))
+		alloc_failure_gfp_kernel(test);
+#ifndef CONFIG_FAILSLAB
+	kunit_skip(test, "needs CONFIG_FAILSLAB for GFP_NOWAIT allocations");
+#endif
+}
+
+static bool lockdep_report;
+module_param(lockdep_report, bool, 0444);
+MODULE_PARM_DESC(lockdep_report,
+		 "Run mt_job_test_lockdep_report, which ends lockdep for the boot");
+
+static DEFINE_MUTEX(mt_job_test_mutex);
+
+static int take_mutex_fn(unsigned long start, unsigned long end, void *arg)
+{
+	mutex_lock(&mt_job_test_mutex);
+	mutex_unlock(&mt_job_test_mutex);
+	return 0;
+}
+
+/* One call site, hence one lock class, for both jobs below. */
+static noinline int lockdep_run(struct mt_job *job)
+{
+	return mt_job_run(job);
+}
+
+static int lockdep_caller_fn(void *arg)
+{
+	struct concurrent *c = arg;
+
+	/* First the helpers take the mutex, then the caller joins holding it. */
+	c->ret = lockdep_run(&c->job);
+	if (!c->ret) {
+		struct rec *r = c->r;
+		struct mt_job job = job_of(r, 0, r->nr);
+
+		job.max_threads = 2;
+		mutex_lock(&mt_job_test_mutex);
+		c->ret = lockdep_run(&job);
+		mutex_unlock(&mt_job_test_mutex);
+	}
+	complete(&c->done);
+	return 0;
+}
+
+/*
+ * The join is visible to lockdep: helpers that take a mutex, then a caller
+ * that joins its helpers while holding it, is reported as a possible
+ * deadlock even though it did not happen.  The report turns lockdep off for
+ * the rest of the boot, so this runs only with mt_job_test.lockdep_report=1
+ * (make check boots it alone and expects the report).
+ */
+static void mt_job_test_lockdep_report(struct kunit *test)
+{
+	struct concurrent c;
+	int lo, hi;
+
+	if (!lockdep_report)
+		kunit_skip(test, "needs mt_job_test.lockdep_report=1");
+	if (!IS_ENABLED(CONFIG_PROVE_LOCKING) || num_node_state(N_CPU) < 2)
+		kunit_skip(test, "needs CONFIG_PROVE_LOCKING and 2 nodes with CPUs");
+	KUNIT_ASSERT_TRUE(test, debug_locks);
+	lo = first_node_with_cpus();
+	hi = next_node_in(lo, node_states[N_CPU]);
+	c.r = rec_alloc(test, 0, 4096);
+	/* Node affinity elsewhere: only helpers run chunks, the caller waits. */
+	c.job = job_of(c.r, 0, 64);
+	c.job.thread_fn = take_mutex_fn;
+	c.job.max_threads = 2;
+	c.job.affinity = MT_JOB_AFFINITY_NODE;
+	c.job.node = hi;
+	run_bound(test, lockdep_caller_fn, &c, lo);
+	KUNIT_EXPECT_EQ(test, c.ret, 0);
+	KUNIT_EXPECT_FALSE_MSG(test, debug_locks,
+			       "no lockdep report for a join under a mutex its helpers take");
+}
+
+static struct kunit_case mt_job_test_cases[] = {
+	KUNIT_CASE(mt_job_test_cover),
+	KUNIT_CASE(mt_job_test_max_threads),
+	KUNIT_CASE(mt_job_test_many_threads),
+	KUNIT_CASE(mt_job_test_affinity_node),
+	KUNIT_CASE(mt_job_test_affinity_interleave),
+	KUNIT_CASE(mt_job_test_affinity_by_index),
+	KUNIT_CASE(mt_job_test_error),
+	KUNIT_CASE(mt_job_test_positive_return),
+	KUNIT_CASE(mt_job_test_einval),
+	KUNIT_CASE(mt_job_test_small),
+	KUNIT_CASE(mt_job_test_ulong_max),
+	KUNIT_CASE(mt_job_test_concurrent),
+	KUNIT_CASE(mt_job_test_affinity_by_index_strict),
+	KUNIT_CASE(mt_job_test_nowait),
+	KUNIT_CASE(mt_job_test_strict_nowait),
+	KUNIT_CASE(mt_job_test_cpuless_node),
+	KUNIT_CASE_SLOW(mt_job_test_hotplug),
+	KUNIT_CASE(mt_job_test_nested),
+	KUNIT_CASE(mt_job_test_alloc_failure),
+	KUNIT_CASE(mt_job_test_lockdep_report),
+	{}
+};
+
+static struct kunit_suite mt_job_test_suite = {
+	.name = "mt_job",
+	.test_cases = mt_job_test_cases,
+};
+
+kunit_test_suite(mt_job_test_suite);
+
+MODULE_DESCRIPTION("KUnit tests for mt_job_run()");
+MODULE_LICENSE("GPL");

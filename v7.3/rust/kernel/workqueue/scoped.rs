@@ -1,0 +1,554 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Scoped work: work items that may borrow from the caller's stack.
+//!
+//! [`scope!`] is the kernel's counterpart of `std::thread::scope`: its body gets a [`Scope`] on
+//! which it spawns closures as work items, on any queue and, for unbound queues, on a given
+//! node. The closures may borrow anything that outlives the call, because [`scope!`] returns only
+//! after every spawned item has either run to completion or was cancelled before it started.
+//!
+//! The join is straight-line code in [`scope_with_key`] after the body returned, not a
+//! destructor: `mem::forget` cannot skip it (the pre-1.0 `thread::scoped` joined in `Drop`,
+//! which rust-lang/rust#24292 showed unsound once leaking became safe).
+//!
+//! # Lockdep
+//!
+//! Items are initialised with the scope's lock class, one per call site of [`scope!`], which the
+//! worker holds while an item runs (`process_one_work()`). The join acquires the same class,
+//! exclusively, as `flush_work()` does, but always, not only when an item is still pending or
+//! running: a caller that joins while holding a lock that one of its items takes gets a lockdep
+//! report even when the item happened to finish first. A scope opened inside an item of a scope
+//! of the same call site is reported as recursion, as a `flush_work()` of the same class is.
+//!
+//! # Forward progress
+//!
+//! An item that has not started waits for an idle worker of its queue, and creating a worker
+//! allocates with `GFP_KERNEL`. Only `WQ_MEM_RECLAIM` queues have a rescuer. A caller that must
+//! make progress under memory pressure (for example because it frees memory), or that runs in a
+//! work item itself, calls [`Scope::cancel_unstarted`] and does the cancelled items' work itself:
+//! the join then waits only for items already running. [`Scope::may_wait`] says when that is
+//! needed.
+//!
+//! [`scope!`]: crate::workqueue::scope
+
+use super::{
+    Queue,
+    RawWorkItem,
+    Work,
+    WorkItem,
+    WorkItemPointer, //
+};
+use crate::{
+    alloc::{
+        AllocError,
+        Flags,
+        KBox,
+        KVec,
+        NumaNode, //
+    },
+    bindings,
+    prelude::*,
+    str::CStr,
+    sync::LockClassKey,
+    task::TaskStack,
+    types::Opaque,
+};
+use core::{
+    cell::{
+        RefCell,
+        UnsafeCell, //
+    },
+    marker::PhantomData,
+    ptr::NonNull, //
+};
+
+/// Runs `body` with a [`Scope`] and waits for every work item it spawned.
+///
+/// `scope!("name", |s| ...)` is [`scope_with_key`] with a lock class of its own for the call site,
+/// as [`new_work!`](crate::workqueue::new_work) makes one for a work item.
+///
+/// # Examples
+///
+/// ```
+/// use kernel::sync::atomic::{Atomic, Relaxed};
+/// use kernel::workqueue::{self, scope};
+///
+/// let mut parts = [0u64; 4];
+/// let drops = Atomic::new(0u32);
+/// scope!("doc_sum", |s| -> Result {
+///     for (i, part) in parts.iter_mut().enumerate() {
+///         let drops = &drops;
+///         s.spawn(workqueue::system_dfl(), GFP_KERNEL, move || {
+///             *part = (i as u64 * 100..(i as u64 + 1) * 100).sum();
+///             drops.add(1, Relaxed);
+///         })?;
+///     }
+///     Ok(())
+/// })?;
+/// // Every item ran and the borrows of `parts` and `drops` ended with the scope.
+/// assert_eq!(parts.iter().sum::<u64>(), (0..400).sum());
+/// assert_eq!(drops.load(Relaxed), 4);
+/// # Ok::<(), Error>(())
+/// ```
+#[macro_export]
+macro_rules! scope {
+    ($name:literal, $body:expr $(,)?) => {{
+        // A static, so that the name has one address however often the call site is inlined or
+        // monomorphised: lockdep compares a class's names by address.
+        static NAME: &$crate::str::CStr = $crate::c_str!($name);
+        $crate::workqueue::scope_with_key(NAME, $crate::static_lock_class!(), $body)
+    }};
+}
+
+/// Runs `body` with a [`Scope`] whose items and join use the lock class `key` named `name`, then
+/// waits for every item spawned on it.
+///
+/// Must be called from a context that may sleep. Lockdep compares the names of a class by
+/// address: every scope of `key` must pass the same `name` pointer, such as the value of a
+/// `static` (as [`scope!`](crate::workqueue::scope) does).
+///
+/// # Guarantees
+///
+/// When this function returns, every item spawned on the scope either was cancelled before its
+/// closure started (the closure was dropped, never called) or its closure has returned; the
+/// items' memory is freed and no workqueue holds a pointer to it.
+///
+/// Before `workqueue_init()` no worker runs: the join's `flush_work()` warns and returns, and
+/// the join then cancels the item, whose closure is dropped without being called.
+///
+/// If the calling thread dies inside `body` (an oops, or a Rust panic, which is `BUG()`: the
+/// thread is killed and nothing is unwound), the join never runs. Items already queued still
+/// run, over borrows of a frame that is never popped: from its first spawn on, the scope holds a
+/// reference to the thread's stack ([`TaskStack`]), so the stack is leaked instead of freed, and
+/// nothing the dead frames own is dropped. Locks the thread held stay held: an item waiting for
+/// one never finishes. The items themselves are leaked.
+pub fn scope_with_key<'env, F, T>(
+    name: &'static CStr,
+    key: Pin<&'static LockClassKey>,
+    body: F,
+) -> T
+where
+    F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> T,
+{
+    crate::task::might_sleep();
+    // INVARIANT: there is no item yet.
+    let scope = Scope {
+        items: RefCell::new(KVec::new()),
+        stack: RefCell::new(None),
+        name,
+        key,
+        map: Opaque::uninit(),
+        scope: PhantomData,
+        env: PhantomData,
+    };
+    #[cfg(CONFIG_LOCKDEP)]
+    // SAFETY: `scope.map` is valid for writes and does not move until the join; the name and the
+    // key are static. Wait types and lock type as `lockdep_init_map()` gives them.
+    unsafe {
+        bindings::lockdep_init_map_type(
+            scope.map.get(),
+            name.as_char_ptr(),
+            key.as_ptr(),
+            0,
+            bindings::lockdep_wait_type_LD_WAIT_INV as u8,
+            bindings::lockdep_wait_type_LD_WAIT_INV as u8,
+            bindings::lockdep_lock_type_LD_LOCK_NORMAL as u8,
+        )
+    };
+    let ret = body(&scope);
+    scope.join();
+    ret
+}
+
+/// What the scope knows of an item.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Queued; may or may not have started.
+    Queued,
+    /// A `cancel_work()` found it running or finished: it will not be queued again.
+    Started,
+    /// Cancelled before it started: its closure was never called.
+    Cancelled,
+}
+
+/// An item of a scope, with its closure type erased.
+///
+/// The item may borrow for the scope's `'scope` only, but is stored as `'static`, as
+/// `std::thread::scope` stores its closures: the scope frees every item in its join, before
+/// `'scope` ends, and a `'scope` in the type would make the scope's own drop outlive `'scope`.
+struct Entry {
+    item: Pin<KBox<dyn ScopedWork>>,
+    state: State,
+}
+
+/// A [`ScopedItem`] without its closure type: the operations of its [`Work`].
+trait ScopedWork {
+    /// `cancel_work()`: whether the item was taken off its queue before it started.
+    fn cancel(&self) -> bool;
+    /// `cancel_work_sync()`.
+    fn cancel_sync(&self);
+    /// `flush_work()`: whether it waited for the item.
+    fn flush(&self) -> bool;
+}
+
+/// A scope in which work items that borrow from the caller are spawned.
+///
+/// Made by [`scope!`](crate::workqueue::scope) or [`scope_with_key`], and only lent to their
+/// body.
+///
+/// `'scope` is the lifetime of the scope, `'env` that of the borrows the items may hold. Both are
+/// invariant, as in `std::thread::Scope`. `Scope` is not `Sync`: items cannot spawn into it, a
+/// nested scope is opened instead.
+///
+/// # Invariants
+///
+/// - Every item in `items` was initialised with `name` and `key`, queued exactly once, is owned
+///   by the scope and never moves (it is pinned in its box).
+/// - An item is freed only when its state is `State::Cancelled` (its `cancel_work()` returned
+///   true) or after the join's `flush_work()`/`cancel_work_sync()` for it returned.
+/// - An item's closure belongs to the worker once the worker claimed the item (cleared its
+///   pending bit), and to the scope's thread after a `cancel_work()` that returned true or after
+///   the join.
+/// - `stack` holds a reference to the scope's thread's stack whenever `items` is not empty.
+pub struct Scope<'scope, 'env: 'scope> {
+    items: RefCell<KVec<Entry>>,
+    stack: RefCell<Option<TaskStack>>,
+    name: &'static CStr,
+    key: Pin<&'static LockClassKey>,
+    map: Opaque<bindings::lockdep_map>,
+    scope: PhantomData<&'scope mut &'scope ()>,
+    env: PhantomData<&'env mut &'env ()>,
+}
+
+impl<'scope, 'env> Scope<'scope, 'env> {
+    /// Spawns `f` as a work item on `queue` (`WORK_CPU_UNBOUND`: for an unbound queue any CPU,
+    /// for a per-CPU queue the local one).
+    ///
+    /// The item and the scope's bookkeeping are allocated with `flags` (`GFP_NOWAIT` is fine).
+    ///
+    /// # Errors
+    ///
+    /// Returns [`AllocError`] if memory could not be allocated; nothing was queued then and `f`
+    /// was dropped without being called.
+    pub fn spawn<F>(
+        &'scope self,
+        queue: &'scope Queue,
+        flags: Flags,
+        f: F,
+    ) -> Result<(), AllocError>
+    where
+        F: FnOnce() + Send + 'scope,
+    {
+        self.spawn_inner(queue, None, flags, f)
+    }
+
+    /// Spawns `f` as a work item on `queue`, on a CPU of `node` ([`Queue::enqueue_on_node`]).
+    ///
+    /// If `node` has no online CPU the item runs on any CPU. Placement is strict only on a queue
+    /// with strict NUMA affinity ([`OwnedQueue::set_numa_strict`]).
+    ///
+    /// [`OwnedQueue::set_numa_strict`]: crate::workqueue::OwnedQueue::set_numa_strict
+    ///
+    /// # Errors
+    ///
+    /// As [`Scope::spawn`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::alloc::NumaNode;
+    /// use kernel::sync::atomic::{Atomic, Relaxed};
+    /// use kernel::workqueue::{self, scope};
+    ///
+    /// let ran = Atomic::new(0usize);
+    /// scope!("doc_node", |s| -> Result {
+    ///     let mut node = NumaNode::next_with_cpus(None);
+    ///     for _ in 0..4 {
+    ///         let Some(n) = node else { break };
+    ///         let ran = &ran;
+    ///         s.spawn_on_node(workqueue::system_dfl(), n, GFP_KERNEL, move || {
+    ///             ran.add(1, Relaxed);
+    ///         })?;
+    ///         node = NumaNode::next_with_cpus(Some(n));
+    ///     }
+    ///     Ok(())
+    /// })?;
+    /// assert_eq!(ran.load(Relaxed), 4);
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn spawn_on_node<F>(
+        &'scope self,
+        queue: &'scope Queue,
+        node: NumaNode,
+        flags: Flags,
+        f: F,
+    ) -> Result<(), AllocError>
+    where
+        F: FnOnce() + Send + 'scope,
+    {
+        self.spawn_inner(queue, Some(node), flags, f)
+    }
+
+    fn spawn_inner<F>(
+        &'scope self,
+        queue: &'scope Queue,
+        node: Option<NumaNode>,
+        flags: Flags,
+        f: F,
+    ) -> Result<(), AllocError>
+    where
+        F: FnOnce() + Send + 'scope,
+    {
+        let mut items = self.items.borrow_mut();
+        // Reserve the entry first: once queued, the item must be recorded.
+        items.reserve(1, flags)?;
+        let mut stack = self.stack.borrow_mut();
+        if stack.is_none() {
+            // The running task's stack cannot be gone.
+            *stack = Some(current!().get_stack().ok_or(AllocError)?);
+        }
+        let item = KBox::pin_init(
+            pin_init!(ScopedItem {
+                work <- Work::new(self.name, self.key),
+                func: UnsafeCell::new(Some(f)),
+            }),
+            flags,
+        )
+        .map_err(|_| AllocError)?;
+        // SAFETY: the box is only turned into a raw pointer and back into a pinned box below; the
+        // item does not move.
+        let raw = KBox::into_raw(unsafe { Pin::into_inner_unchecked(item) });
+        let erased: *mut (dyn ScopedWork + 'scope) = raw;
+        // SAFETY: only the lifetime bound changes. The item is freed by the join, before `'scope`
+        // ends (see `Entry`), and nothing uses it after that.
+        let erased: *mut (dyn ScopedWork + 'static) = unsafe { core::mem::transmute(erased) };
+        // SAFETY: `erased` comes from `KBox::into_raw` just above and was pinned.
+        let item = unsafe { Pin::new_unchecked(KBox::from_raw(erased)) };
+        // Within the capacity reserved above: this does not allocate and cannot fail.
+        items.push(
+            Entry {
+                item,
+                state: State::Queued,
+            },
+            flags,
+        )?;
+        // SAFETY: `raw` comes from `KBox::into_raw`, so it is not null.
+        // INVARIANT: the item is now owned by `items`, which frees it only after it was
+        // cancelled or its function returned.
+        let item_ref = ScopedItemRef(unsafe { NonNull::new_unchecked(raw) });
+        // SAFETY: By the type invariants the item stays valid until its function has run or it
+        // was cancelled, and the join in `scope_with_key` waits for that before `'scope` ends, so
+        // the function is never called after the borrows of `F` expire. `ScopedItemRef<F>` is
+        // `Send`, so the function may run on another thread.
+        // INVARIANT: the item is recorded in `items` (above) and queued exactly once (here): it
+        // was never queued, so this returns true.
+        let queued = unsafe { queue.enqueue_scoped(item_ref, node) };
+        debug_assert!(queued);
+        Ok(())
+    }
+
+    /// Cancels every item that has not started yet and returns how many it cancelled.
+    ///
+    /// A cancelled item's closure is never called; it is dropped by the join. Items that already
+    /// started are left alone, and the join waits only for them, unless more items are spawned
+    /// after this call (the join waits for those to run). A caller that needs the cancelled
+    /// items' work done does it itself.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::sync::atomic::{Atomic, Relaxed};
+    /// use kernel::workqueue::{self, scope};
+    ///
+    /// // Counts the closures dropped, whether they ran or not.
+    /// struct Token<'a>(&'a Atomic<usize>);
+    /// impl Drop for Token<'_> {
+    ///     fn drop(&mut self) {
+    ///         self.0.add(1, Relaxed);
+    ///     }
+    /// }
+    ///
+    /// let (ran, dropped) = (Atomic::new(0usize), Atomic::new(0usize));
+    /// let cancelled = scope!("doc_cancel", |s| -> Result<usize> {
+    ///     for _ in 0..8 {
+    ///         let (ran, token) = (&ran, Token(&dropped));
+    ///         s.spawn(workqueue::system_dfl(), GFP_KERNEL, move || {
+    ///             let _token = token;
+    ///             ran.add(1, Relaxed);
+    ///         })?;
+    ///     }
+    ///     Ok(s.cancel_unstarted())
+    /// })?;
+    /// // Each item either ran or was cancelled, never both, never neither, and every closure was
+    /// // dropped by the time the scope returned.
+    /// assert_eq!(ran.load(Relaxed) + cancelled, 8);
+    /// assert_eq!(dropped.load(Relaxed), 8);
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn cancel_unstarted(&self) -> usize {
+        let mut cancelled = 0;
+        for entry in self.items.borrow_mut().iter_mut() {
+            if entry.state != State::Queued {
+                continue;
+            }
+            // INVARIANT: `cancel_work()` returns true only if it took the item off the queue
+            // before its function started: the closure stays the scope's and is never called.
+            // Otherwise the item is running or done, and is not queued again.
+            if entry.item.cancel() {
+                entry.state = State::Cancelled;
+                cancelled += 1;
+            } else {
+                entry.state = State::Started;
+            }
+        }
+        cancelled
+    }
+
+    /// Returns whether the scope's thread may wait for items that have not started.
+    ///
+    /// It may not when it runs a work item itself (its items may need a worker of the same pool,
+    /// or a new one) or when it has `PF_MEMALLOC` set (it is reclaiming memory, and starting an
+    /// item may need a kworker allocated with `GFP_KERNEL`). Such a caller calls
+    /// [`Scope::cancel_unstarted`] before the join and does the cancelled items' work itself.
+    pub fn may_wait(&self) -> bool {
+        !super::in_work_item() && !current!().in_memalloc()
+    }
+
+    /// Waits for every item that was not cancelled, then frees all items.
+    fn join(&self) {
+        // As `flush_work()` does, but whether or not an item is still running, and even if no
+        // item could be spawned: the caller's held locks now come before the class the items
+        // run under. The instruction pointer recorded is this function's.
+        #[cfg(CONFIG_LOCKDEP)]
+        // SAFETY: `self.map` was initialised in `scope_with_key` and does not move.
+        unsafe {
+            lockdep_join(self.map.get())
+        };
+        let mut items = self.items.borrow_mut();
+        for entry in items.iter() {
+            match entry.state {
+                State::Cancelled => {}
+                // A `cancel_work()` found it running or done, and it is never queued again: this
+                // waits for its function to return if it still runs, and unlike `flush_work()`
+                // needs no check for waiting on pending items (`check_flush_dependency()`).
+                State::Started => entry.item.cancel_sync(),
+                // Waits until its function has returned. `flush_work()` also returns false for
+                // an item that already ran, and before `workqueue_init()`, when no worker can
+                // have started it: then this cancels it.
+                State::Queued => {
+                    if !entry.item.flush() {
+                        entry.item.cancel_sync();
+                    }
+                }
+            }
+        }
+        // INVARIANT: every item was cancelled or has returned from its function; freeing them
+        // drops the closures that never ran. No item is left, so the stack reference goes too.
+        drop(core::mem::take(&mut *items));
+        drop(self.stack.borrow_mut().take());
+    }
+}
+
+/// Acquires and releases `map` exclusively, as `lock_map_acquire()` and `lock_map_release()` do,
+/// recording this function as where.
+///
+/// # Safety
+///
+/// `map` must point to an initialised `lockdep_map`.
+#[cfg(CONFIG_LOCKDEP)]
+#[inline(never)]
+unsafe fn lockdep_join(map: *mut bindings::lockdep_map) {
+    let ip = lockdep_join as usize as c_ulong;
+    // SAFETY: `map` is initialised, by the safety requirements. Subclass 0, no trylock, an
+    // exclusive acquire that lockdep checks, no nest lock.
+    unsafe { bindings::lock_acquire(map, 0, 0, 0, 1, core::ptr::null_mut(), ip) };
+    // SAFETY: acquired just above.
+    unsafe { bindings::lock_release(map, ip) };
+}
+
+/// A closure spawned as a work item.
+#[pin_data]
+struct ScopedItem<F> {
+    #[pin]
+    work: Work<ScopedItem<F>>,
+    /// Taken by the worker that runs the item; still set if the item was cancelled.
+    func: UnsafeCell<Option<F>>,
+}
+
+crate::impl_has_work! {
+    impl{F} HasWork<ScopedItem<F>> for ScopedItem<F> { self.work }
+}
+
+impl<F: FnOnce() + Send> ScopedWork for ScopedItem<F> {
+    fn cancel(&self) -> bool {
+        self.work.cancel()
+    }
+
+    fn cancel_sync(&self) {
+        self.work.cancel_sync();
+    }
+
+    fn flush(&self) -> bool {
+        self.work.flush()
+    }
+}
+
+impl<F: FnOnce() + Send> WorkItem for ScopedItem<F> {
+    type Pointer = ScopedItemRef<F>;
+
+    fn run(this: ScopedItemRef<F>) {
+        // SAFETY: by the invariants of `ScopedItemRef`, the item is alive while its function
+        // runs, and the worker that claimed it owns the closure slot.
+        let func = unsafe { (*(*this.0.as_ptr()).func.get()).take() };
+        if let Some(func) = func {
+            func();
+        }
+        // `this` is not used again: the scope may free the item as soon as this returns.
+    }
+}
+
+/// A non-owning pointer to a queued [`ScopedItem`]; the scope owns the item.
+///
+/// # Invariants
+///
+/// `self.0` points to an item owned by a [`Scope`], which frees it only after it was cancelled
+/// or its function returned.
+struct ScopedItemRef<F>(NonNull<ScopedItem<F>>);
+
+// SAFETY: the pointer only hands the item over to the worker that runs it: the worker takes the
+// closure, which is `Send`, and the `Work` it reads is `Sync`; the scope's thread does not touch
+// the closure slot until the item was cancelled or its function returned.
+unsafe impl<F: FnOnce() + Send> Send for ScopedItemRef<F> {}
+
+// SAFETY: `__enqueue` passes the `work_struct` of the item `self` points to, which is valid for
+// the call. By the type invariant the scope keeps the item alive until its function has run or a
+// `cancel_work*()` took it off the queue, so the pointer stays valid as long as `RawWorkItem`
+// requires. `Pin<KBox<T>>`'s implementation cannot be used: its `run` frees the item, which the
+// join still reads.
+unsafe impl<F: FnOnce() + Send> RawWorkItem<0> for ScopedItemRef<F> {
+    type EnqueueOutput = bool;
+
+    unsafe fn __enqueue<Q>(self, queue_work_on: Q) -> bool
+    where
+        Q: FnOnce(*mut bindings::work_struct) -> bool,
+    {
+        // SAFETY: by the type invariant `self.0` points to a live item.
+        let work = unsafe { Work::raw_get(core::ptr::addr_of!((*self.0.as_ptr()).work)) };
+        queue_work_on(work)
+    }
+}
+
+// SAFETY: `ScopedItem`'s `Work` is initialised by `Work::new`, whose function is this `run`.
+unsafe impl<F: FnOnce() + Send> WorkItemPointer<0> for ScopedItemRef<F> {
+    unsafe extern "C" fn run(ptr: *mut bindings::work_struct) {
+        // The `work_struct` is the one `__enqueue` queued, inside a `Work<ScopedItem<F>>`.
+        let ptr = ptr.cast::<Work<ScopedItem<F>>>();
+        // SAFETY: `ptr` points to the `work` field of a live `ScopedItem`.
+        let item = unsafe { <ScopedItem<F> as super::HasWork<_>>::work_container_of(ptr) };
+        // SAFETY: `item` is not null; by the scope's invariants it stays alive until this
+        // function returns.
+        // INVARIANT: as just said.
+        let this = ScopedItemRef(unsafe { NonNull::new_unchecked(item) });
+        <ScopedItem<F> as WorkItem>::run(this)
+    }
+}
