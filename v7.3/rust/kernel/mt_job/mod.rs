@@ -82,6 +82,8 @@ use core::{
 
 mod plan;
 mod shared;
+#[cfg(CONFIG_RUST_MT_JOB_KUNIT_TEST)]
+mod tests;
 
 use plan::{
     Plan,

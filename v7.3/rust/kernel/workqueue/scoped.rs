@@ -552,3 +552,6 @@ unsafe impl<F: FnOnce() + Send> WorkItemPointer<0> for ScopedItemRef<F> {
         <ScopedItem<F> as WorkItem>::run(this)
     }
 }
+
+#[cfg(CONFIG_RUST_WORKQUEUE_SCOPE_KUNIT_TEST)]
+mod tests;

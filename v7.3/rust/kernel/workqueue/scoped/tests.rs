@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! KUnit tests of scoped work ([`scope!`](crate::workqueue::scope)).
+
+use crate::{
+    prelude::*,
+    sync::atomic::{
+        Atomic,
+        Acquire,
+        Relaxed,
+        Release, //
+    },
+    time::{
+        delay::fsleep,
+        Delta, //
+    },
+    workqueue::{
+        self,
+        OwnedQueue, //
+    },
+};
+
+/// Counts the closures dropped, whether they ran or not.
+struct Token<'a>(&'a Atomic<usize>);
+
+impl Drop for Token<'_> {
+    fn drop(&mut self) {
+        self.0.add(1, Relaxed);
+    }
+}
+
+#[kunit_tests(rust_workqueue_scope)]
+mod tests {
+    use super::*;
+
+    /// Items write into the caller's stack; every write is seen after the scope.
+    #[test]
+    fn borrows_from_the_stack() -> Result {
+        let mut slots = [0u32; 16];
+        crate::scope!("scope_test_borrow", |s| -> Result {
+            for (i, slot) in slots.iter_mut().enumerate() {
+                s.spawn(workqueue::system_dfl(), GFP_KERNEL, move || {
+                    *slot = i as u32 + 1;
+                })?;
+            }
+            Ok(())
+        })?;
+        for (i, slot) in slots.iter().enumerate() {
+            assert_eq!(*slot, i as u32 + 1);
+        }
+        Ok(())
+    }
+
+    /// The join waits for items that are still running when the body returns.
+    #[test]
+    fn join_waits_for_every_item() -> Result {
+        let done = Atomic::new(0usize);
+        crate::scope!("scope_test_join", |s| -> Result {
+            for _ in 0..4 {
+                let done = &done;
+                s.spawn(workqueue::system_dfl(), GFP_KERNEL, move || {
+                    fsleep(Delta::from_millis(20));
+                    done.add(1, Release);
+                })?;
+            }
+            Ok(())
+        })?;
+        assert_eq!(done.load(Acquire), 4);
+        Ok(())
+    }
+
+    /// Behind a running item of an ordered queue, the others cannot start: all of them are
+    /// cancelled, their closures dropped without being called, and the join does not wait for
+    /// them.
+    #[test]
+    fn cancel_before_start() -> Result {
+        let queue = OwnedQueue::new_ordered(c"scope_test_ordered")?;
+        let (ran, dropped) = (Atomic::new(0usize), Atomic::new(0usize));
+        let (started, go) = (Atomic::new(false), Atomic::new(false));
+        let cancelled = crate::scope!("scope_test_cancel", |s| -> Result<usize> {
+            let (r, st, g) = (&ran, &started, &go);
+            let token = Token(&dropped);
+            s.spawn(&queue, GFP_KERNEL, move || {
+                let _token = token;
+                st.store(true, Release);
+                while !g.load(Acquire) {
+                    fsleep(Delta::from_micros(100));
+                }
+                r.add(1, Relaxed);
+            })?;
+            for _ in 0..7 {
+                let token = Token(&dropped);
+                s.spawn(&queue, GFP_KERNEL, move || {
+                    let _token = token;
+                    r.add(1, Relaxed);
+                })?;
+            }
+            while !started.load(Acquire) {
+                fsleep(Delta::from_micros(100));
+            }
+            let cancelled = s.cancel_unstarted();
+            // A second call finds nothing left to cancel.
+            assert_eq!(s.cancel_unstarted(), 0);
+            go.store(true, Release);
+            Ok(cancelled)
+        })?;
+        assert_eq!(cancelled, 7);
+        assert_eq!(ran.load(Relaxed), 1);
+        assert_eq!(dropped.load(Relaxed), 8);
+        Ok(())
+    }
+
+    /// An item opens a scope of its own; the outer join waits for the inner items too, since
+    /// the outer item returns only after its own join.
+    #[test]
+    fn nested_scopes() -> Result {
+        let queue = OwnedQueue::new_ordered(c"scope_test_outer")?;
+        let inner_ran = Atomic::new(0usize);
+        let errors = Atomic::new(0usize);
+        crate::scope!("scope_test_outer", |s| -> Result {
+            for _ in 0..2 {
+                let (inner_ran, errors) = (&inner_ran, &errors);
+                s.spawn(&queue, GFP_KERNEL, move || {
+                    let res = crate::scope!("scope_test_inner", |inner| -> Result {
+                        // A work item may not wait for items that have not started.
+                        assert!(!inner.may_wait());
+                        for _ in 0..3 {
+                            inner.spawn(workqueue::system_dfl(), GFP_KERNEL, move || {
+                                inner_ran.add(1, Relaxed);
+                            })?;
+                        }
+                        Ok(())
+                    });
+                    if res.is_err() {
+                        errors.add(1, Relaxed);
+                    }
+                })?;
+            }
+            Ok(())
+        })?;
+        assert_eq!(errors.load(Relaxed), 0);
+        assert_eq!(inner_ran.load(Relaxed), 6);
+        Ok(())
+    }
+
+    /// A scope with no item returns the body's value at once; the calling thread may wait.
+    #[test]
+    fn empty_scope() {
+        let v = crate::scope!("scope_test_empty", |s| {
+            assert!(s.may_wait());
+            42
+        });
+        assert_eq!(v, 42);
+    }
+
+    /// An item placed on a node runs, on every node with CPUs.
+    #[test]
+    fn spawn_on_every_node() -> Result {
+        let ran = Atomic::new(0usize);
+        let mut nodes = 0;
+        crate::scope!("scope_test_node", |s| -> Result {
+            let first = crate::alloc::NumaNode::next_with_cpus(None).ok_or(ENODEV)?;
+            let mut node = first;
+            loop {
+                let ran = &ran;
+                s.spawn_on_node(workqueue::system_dfl(), node, GFP_KERNEL, move || {
+                    ran.add(1, Relaxed);
+                })?;
+                nodes += 1;
+                node = crate::alloc::NumaNode::next_with_cpus(Some(node)).ok_or(ENODEV)?;
+                if node == first || nodes == 64 {
+                    break;
+                }
+            }
+            Ok(())
+        })?;
+        assert_eq!(ran.load(Relaxed), nodes);
+        Ok(())
+    }
+}
