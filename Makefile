@@ -22,6 +22,12 @@ else
 $(error BASE=$(BASE): only 6.12 and 7.3 are known)
 endif
 export BASE OVERLAY TREE KBUILD LLVM
+# The derived kernels' build directories (kernel-norust, kernel-bench).
+KBUILD_NORUST := $(KBUILD)-norust
+KBUILD_BENCH  := $(KBUILD)-bench
+SERIES_OUT    := $(BUILD)/series$(if $(filter 7.3,$(BASE)),-7.3)
+SERIES_KBUILD := $(BUILD)/series-kbuild$(if $(filter 7.3,$(BASE)),-7.3)
+export KBUILD_NORUST KBUILD_BENCH SERIES_OUT
 JOBS      ?= $(shell echo $$(( $$(nproc) + 1 )))
 KUNITCONFIG := $(OVERLAY)/tests/mt_job.kunitconfig
 QEMU_CONFIG := $(REPO)/tests/qemu_configs/x86_64_numa.py
@@ -121,7 +127,6 @@ endef
 # The same configuration without Rust (CONFIG_RUST=n, hence no
 # CONFIG_MT_JOB_RUST): what distribution kernels build.  Its own build
 # directory; incremental like the other.
-KBUILD_NORUST := $(BUILD)/kbuild-norust
 kernel-norust: config
 	$(call derived-kernel,$(KBUILD_NORUST),-d RUST,norust)
 	@! grep -q '^CONFIG_RUST=y' $(KBUILD_NORUST)/.config
@@ -131,7 +136,6 @@ kernel-norust: config
 # objects and the other lock and sleep checks that 'make check' wants, which
 # cost both engines, unequally (padata takes a spinlock per chunk, the Rust
 # engine acquires a lockdep map per job).  Its own build directory.
-KBUILD_BENCH := $(BUILD)/kbuild-bench
 BENCH_DEBUG_OFF := PROVE_LOCKING DEBUG_LOCK_ALLOC DEBUG_SPINLOCK DEBUG_MUTEXES \
 	DEBUG_WW_MUTEX_SLOWPATH DEBUG_RWSEMS DEBUG_RT_MUTEXES DEBUG_ATOMIC_SLEEP \
 	DEBUG_OBJECTS DEBUG_OBJECTS_WORK DEBUG_MEMORY_INIT
@@ -187,13 +191,13 @@ stress: kernel
 	python3 scripts/stress.py $(PARTS)
 
 series: apply
-	@python3 scripts/series.py --tree $(TREE) --out $(BUILD)/series
+	@python3 scripts/series.py --tree $(TREE) --out $(SERIES_OUT)
 
 # SKIP_LAST=1 (make check, right after 'make kernel'): the last patch is the
 # overlay that $(KBUILD) holds, built with the same .config.
 series-build: config
-	@python3 scripts/series.py --tree $(TREE) --out $(BUILD)/series \
-		--build $(BUILD)/series-kbuild --config $(KBUILD)/.config \
+	@python3 scripts/series.py --tree $(TREE) --out $(SERIES_OUT) \
+		--build $(SERIES_KBUILD) --config $(KBUILD)/.config \
 		$(if $(filter 1,$(SKIP_LAST)),--skip-last)
 
 rustfmt: apply

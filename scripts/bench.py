@@ -322,8 +322,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("command", choices=("engine", "deferred"))
-    ap.add_argument("--kbuild", default=os.path.join(guest.REPO, "build",
-                                                     "kbuild"))
+    ap.add_argument("--kbuild", default=os.environ.get(
+        "KBUILD", os.path.join(guest.REPO, "build", "kbuild")))
     ap.add_argument("--mem", dest="mem_gib", type=int, default=8,
                     help="engine: guest memory in GiB")
     ap.add_argument("--cpus", type=int, default=2, help="engine: vCPUs")

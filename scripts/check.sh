@@ -7,6 +7,11 @@ set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 : "${TREE:=$repo/build/linux}" "${KBUILD:=$repo/build/kbuild}" "${LLVM:=-16}"
+# The overlay (v7.3/ for 'make check BASE=7.3') and the derived kernels'
+# build directories, as the Makefile sets them.
+: "${OVERLAY:=$repo}" "${KBUILD_NORUST:=$repo/build/kbuild-norust}"
+: "${SERIES_OUT:=$repo/build/series}"
+export OVERLAY
 export PATH="$HOME/.cargo/bin:$PATH"
 logs=$repo/build/logs
 mkdir -p "$logs"
@@ -51,7 +56,7 @@ count $rc
 # Warnings (rustc, clippy, clang) from the files the series adds or changes.
 # An incremental build only shows the warnings of what it recompiled, so our
 # .c and .rs files are touched and rebuilt (CLIPPY=1) into their own log.
-ours=$(cd "$repo" && python3 scripts/overlay.py files)
+ours=$(cd "$repo" && python3 scripts/overlay.py files --repo "$OVERLAY")
 clippy_warnings() {
 	(cd "$TREE" && touch $(printf '%s\n' $ours | grep -E '[.](c|rs)$'))
 	make -s -C "$TREE" O="$KBUILD" LLVM="$LLVM" CLIPPY=1 -j"$(($(nproc) + 1))" \
@@ -86,16 +91,16 @@ stage harness harness; count $?
 checkpatch() {
 	local patches f m rc=0
 	# The series as posted: one patch per logical change (series/series.conf).
-	python3 "$repo/scripts/series.py" --tree "$TREE" --out "$repo/build/series" ||
+	python3 "$repo/scripts/series.py" --tree "$TREE" --out "$SERIES_OUT" ||
 		return 1
-	patches=$(ls "$repo"/build/series/*.patch | grep -v /0000-)
+	patches=$(ls "$SERIES_OUT"/*.patch | grep -v /0000-)
 	# /usr/bin first: checkpatch runs spdxcheck.py with python3, which
 	# needs Debian's python3-ply and python3-git.  FILE_PATH_CHANGES only
 	# asks whether MAINTAINERS needs updating: answered below instead.
 	(cd "$TREE" && PATH=/usr/bin:$PATH perl scripts/checkpatch.pl --strict \
 		--no-signoff --quiet --ignore FILE_PATH_CHANGES $patches) || rc=1
 	# Every file the series adds has a maintainer entry.
-	for f in $(cd "$repo" && python3 scripts/overlay.py files); do
+	for f in $(cd "$repo" && python3 scripts/overlay.py files --repo "$OVERLAY"); do
 		m=$(cd "$TREE" && perl scripts/get_maintainer.pl --no-git \
 			--no-rolestats -f "$f" 2>/dev/null | grep -c '@')
 		[ "$m" -gt 0 ] || { echo "no MAINTAINERS entry covers $f"; rc=1; }
@@ -112,7 +117,7 @@ stage checkpatch checkpatch; count $?
 docs() {
 	local rc=0 f n0 n1 pat
 	: > "$logs/kernel-doc.log"
-	for f in $(cd "$repo" && python3 scripts/overlay.py files | grep -E '[.][ch]$'); do
+	for f in $(cd "$repo" && python3 scripts/overlay.py files --repo "$OVERLAY" | grep -E '[.][ch]$'); do
 		n1=$(cd "$TREE" && scripts/kernel-doc -none -Wall "$f" 2>&1 | tee -a "$logs/kernel-doc.log" | grep -c .)
 		n0=0
 		if git -C "$TREE" cat-file -e "base:$f" 2>/dev/null; then
@@ -127,7 +132,7 @@ docs() {
 	[ $rc = 0 ] && echo "kernel-doc -Wall: no new warning in our C files"
 	make -s -C "$TREE" O="$KBUILD" LLVM="$LLVM" rustdoc > "$logs/rustdoc.log" 2>&1 ||
 		{ tail -n 20 "$logs/rustdoc.log"; return 1; }
-	pat=$(cd "$repo" && python3 scripts/overlay.py files | grep '[.]rs$' |
+	pat=$(cd "$repo" && python3 scripts/overlay.py files --repo "$OVERLAY" | grep '[.]rs$' |
 		sed 's/[.]/\\./g; s/$/:/' | paste -sd'|')
 	if grep -E -B3 -A8 -e "--> (.*/)?($pat)" "$logs/rustdoc.log" | grep -q -E '^(warning|error)'; then
 		grep -E -B3 -A8 -e "--> (.*/)?($pat)" "$logs/rustdoc.log"
@@ -147,7 +152,7 @@ stage docs docs; count $?
 
 kunit() {
 	(cd "$TREE" && python3 tools/testing/kunit/kunit.py exec \
-		--build_dir "$KBUILD" --kunitconfig "$repo/tests/mt_job.kunitconfig" \
+		--build_dir "$KBUILD" --kunitconfig "$OVERLAY/tests/mt_job.kunitconfig" \
 		--qemu_config "$repo/tests/qemu_configs/x86_64_numa.py" \
 		--timeout 600) 2>&1 | tee "$logs/kunit.log" | grep -E \
 		'^\[..:..:..\] (# Subtest|Testing complete|.*(FAILED|CRASHED|\[PASSED\] mt_job|\[PASSED\] rust_doctests))|not ok'
@@ -176,7 +181,7 @@ failed=$((failed + ${kf:-0} + ${kc:-0}))
 # alone because the report it expects ends lockdep for that boot.
 lockdep_report() {
 	(cd "$TREE" && python3 tools/testing/kunit/kunit.py exec \
-		--build_dir "$KBUILD" --kunitconfig "$repo/tests/mt_job.kunitconfig" \
+		--build_dir "$KBUILD" --kunitconfig "$OVERLAY/tests/mt_job.kunitconfig" \
 		--qemu_config "$repo/tests/qemu_configs/x86_64_numa.py" \
 		--timeout 300 --kernel_args mt_job_test.lockdep_report=1 \
 		'mt_job.mt_job_test_lockdep_report') > "$logs/lockdep.log" 2>&1
@@ -222,13 +227,13 @@ failed=$((failed + $(echo "$line" | awk '{print $4+0}')))
 norust() {
 	make -s -C "$repo" kernel-norust || return 1
 	python3 "$repo/scripts/guest.py" boottest --engines padata \
-		--kbuild "$repo/build/kbuild-norust" --logdir "$logs/norust" |
+		--kbuild "$KBUILD_NORUST" --logdir "$logs/norust" |
 		tee "$logs/norust.txt"
 	[ "${PIPESTATUS[0]}" = 0 ] || return 1
 	# hugetlb: the same fixed per-node expectations as the Rust kernel met
 	# in hugetlbtest, on padata with more than one thread.
 	python3 "$repo/scripts/guest.py" hugetlbtest --engines padata \
-		--kbuild "$repo/build/kbuild-norust" --logdir "$logs/norust" |
+		--kbuild "$KBUILD_NORUST" --logdir "$logs/norust" |
 		tee "$logs/norust-hugetlb.txt"
 	[ "${PIPESTATUS[0]}" = 0 ] || return 1
 	local a b

@@ -795,7 +795,8 @@ def main():
     ap.add_argument("command", choices=("run", "boottest", "hugetlbtest",
                                         "hugetlbbench", "freetest",
                                         "freebench"))
-    ap.add_argument("--kbuild", default=os.path.join(REPO, "build", "kbuild"))
+    ap.add_argument("--kbuild", default=os.environ.get(
+        "KBUILD", os.path.join(REPO, "build", "kbuild")))
     ap.add_argument("--mem", dest="mem_gib", type=int, default=8,
                     help="guest memory in GiB, split evenly over the nodes")
     ap.add_argument("--cpus", type=int, default=4)

@@ -21,6 +21,9 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "scripts"))
+# The overlay and its series/ (v7.3/ for BASE=7.3): --overlay, or the
+# Makefile's OVERLAY.
+OVERLAY = os.environ.get("OVERLAY", REPO)
 import overlay  # noqa: E402
 
 
@@ -155,7 +158,7 @@ def git(tree, *args, env=None, inp=None):
 
 
 def build_series(tree, patches, outdir):
-    paths = {rel: src for rel, src, _ in overlay.overlay_files(REPO)}
+    paths = {rel: src for rel, src, _ in overlay.overlay_files(OVERLAY)}
     own = owners(patches, paths)
     stages = {}
     for rel in paths:
@@ -196,7 +199,7 @@ def build_series(tree, patches, outdir):
     os.makedirs(outdir)
     git(tree, "format-patch", "-q", "--cover-letter", "--subject-prefix",
         "RFC PATCH", "-o", outdir, "base..series")
-    cover = os.path.join(REPO, "series", "cover-letter.txt")
+    cover = os.path.join(OVERLAY, "series", "cover-letter.txt")
     if os.path.exists(cover):
         fill_cover(outdir, cover)
     print(f"series: {len(patches)} patches in {outdir}")
@@ -259,6 +262,9 @@ def build_each(tree, kbuild, patches, llvm, config, skip_last=False):
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--overlay", default=OVERLAY,
+                    help="the overlay and its series/ (default: $OVERLAY or "
+                    "the repository)")
     ap.add_argument("--tree", default=os.path.join(REPO, "build", "linux"))
     ap.add_argument("--out", default=os.path.join(REPO, "build", "series"))
     ap.add_argument("--build", metavar="KBUILD",
@@ -271,7 +277,9 @@ def main():
                                                      ".config"),
                     help="the .config every patch is built with")
     args = ap.parse_args()
-    patches = parse_conf(os.path.join(REPO, "series", "series.conf"))
+    global OVERLAY
+    OVERLAY = os.path.abspath(args.overlay)
+    patches = parse_conf(os.path.join(OVERLAY, "series", "series.conf"))
     build_series(os.path.abspath(args.tree), patches, args.out)
     if args.build:
         build_each(os.path.abspath(args.tree), os.path.abspath(args.build),
