@@ -215,6 +215,9 @@ def known_upstream(lines):
     would be listed by the dump and is not matched.
     """
     skip, known = set(), []
+    # 7.3 has 52d15521eb75: no exception there, any warning counts.
+    if os.environ.get("BASE", "6.12") != "6.12":
+        return skip, known
     i = 0
     while i < len(lines):
         if "[ cut here ]" not in lines[i]:
