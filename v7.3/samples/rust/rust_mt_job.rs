@@ -37,7 +37,7 @@ const ENTRIES: usize = 65536;
 module! {
     type: RustMtJob,
     name: "rust_mt_job",
-    author: "Rust for Linux Contributors",
+    authors: ["Rust for Linux Contributors"],
     description: "Rust multithreaded job sample",
     license: "GPL",
 }

@@ -43,7 +43,7 @@ use core::{
 };
 
 /// Which chunks a thread may take.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 enum Role<'a> {
     /// A helper: its node's segments first; in a strict job nothing else.
     Helper,

@@ -5,8 +5,7 @@
 
 use super::{
     Affinity,
-    Align,
-    Job, //
+    Align, //
 };
 use crate::{
     alloc::NumaNode,
@@ -36,7 +35,6 @@ impl Rng {
 }
 
 /// What a job promises, broken: counted by the chunk function, checked after the job.
-#[derive(Default)]
 struct Broken {
     unaligned: Atomic<usize>,
     short: Atomic<usize>,
@@ -82,9 +80,13 @@ fn random_job(rng: &mut Rng, nodes: &[NumaNode]) -> Result {
 
     let mut visited = KVec::with_capacity(size as usize, GFP_KERNEL)?;
     for _ in 0..size {
-        visited.push(Atomic::new(0u8), GFP_KERNEL)?;
+        visited.push(Atomic::new(0u32), GFP_KERNEL)?;
     }
-    let broken = Broken::default();
+    let broken = Broken {
+        unaligned: Atomic::new(0),
+        short: Atomic::new(0),
+        outside: Atomic::new(0),
+    };
     let chunks = Atomic::new(0usize);
     let report = crate::new_job!(start..end, "mt_job_test_random")?
         .align(align)
@@ -120,7 +122,7 @@ fn random_job(rng: &mut Rng, nodes: &[NumaNode]) -> Result {
             end,
             align.get(),
             min_chunk,
-            max_threads,
+            max_threads.get(),
             report
         );
         Err(EINVAL)
@@ -156,7 +158,7 @@ fn random_job(rng: &mut Rng, nodes: &[NumaNode]) -> Result {
 }
 
 #[kunit_tests(rust_mt_job)]
-mod tests {
+mod cases {
     use super::*;
 
     /// 2000 random jobs of every affinity, each checked against the model.
@@ -165,7 +167,7 @@ mod tests {
         let mut nodes = KVec::new();
         let mut node = NumaNode::next_with_cpus(None);
         while let Some(n) = node {
-            if nodes.iter().any(|m| *m == n) || nodes.len() == 64 {
+            if nodes.contains(&n) || nodes.len() == 64 {
                 break;
             }
             nodes.push(n, GFP_KERNEL)?;

@@ -176,8 +176,11 @@ enum State {
 /// The item may borrow for the scope's `'scope` only, but is stored as `'static`, as
 /// `std::thread::scope` stores its closures: the scope frees every item in its join, before
 /// `'scope` ends, and a `'scope` in the type would make the scope's own drop outlive `'scope`.
+///
+/// The item is pinned: it was initialised in place in its box and is never moved out of it (the
+/// box is only held, and dropped by the join).
 struct Entry {
-    item: Pin<KBox<dyn ScopedWork>>,
+    item: KBox<dyn ScopedWork>,
     state: State,
 }
 
@@ -322,8 +325,9 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         // SAFETY: only the lifetime bound changes. The item is freed by the join, before `'scope`
         // ends (see `Entry`), and nothing uses it after that.
         let erased: *mut (dyn ScopedWork + 'static) = unsafe { core::mem::transmute(erased) };
-        // SAFETY: `erased` comes from `KBox::into_raw` just above and was pinned.
-        let item = unsafe { Pin::new_unchecked(KBox::from_raw(erased)) };
+        // SAFETY: `erased` comes from `KBox::into_raw` just above; the item stays pinned, since
+        // `Entry` never moves it out of the box.
+        let item = unsafe { KBox::from_raw(erased) };
         // Within the capacity reserved above: this does not allocate and cannot fail.
         items.push(
             Entry {
@@ -458,7 +462,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
 #[cfg(CONFIG_LOCKDEP)]
 #[inline(never)]
 unsafe fn lockdep_join(map: *mut bindings::lockdep_map) {
-    let ip = lockdep_join as usize as c_ulong;
+    let ip = lockdep_join as *const () as usize as c_ulong;
     // SAFETY: `map` is initialised, by the safety requirements. Subclass 0, no trylock, an
     // exclusive acquire that lockdep checks, no nest lock.
     unsafe { bindings::lock_acquire(map, 0, 0, 0, 1, core::ptr::null_mut(), ip) };

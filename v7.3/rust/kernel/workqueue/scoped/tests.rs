@@ -30,7 +30,7 @@ impl Drop for Token<'_> {
 }
 
 #[kunit_tests(rust_workqueue_scope)]
-mod tests {
+mod cases {
     use super::*;
 
     /// Items write into the caller's stack; every write is seen after the scope.
@@ -60,7 +60,7 @@ mod tests {
                 let done = &done;
                 s.spawn(workqueue::system_dfl(), GFP_KERNEL, move || {
                     fsleep(Delta::from_millis(20));
-                    done.add(1, Release);
+                    done.fetch_add(1, Release);
                 })?;
             }
             Ok(())
