@@ -30,7 +30,7 @@ SERIES_KBUILD := $(BUILD)/series-kbuild$(if $(filter 7.3,$(BASE)),-7.3)
 export KBUILD_NORUST KBUILD_BENCH SERIES_OUT
 JOBS      ?= $(shell echo $$(( $$(nproc) + 1 )))
 KUNITCONFIG := $(OVERLAY)/tests/mt_job.kunitconfig
-QEMU_CONFIG := $(REPO)/tests/qemu_configs/x86_64_numa.py
+QEMU_CONFIG := $(OVERLAY)/tests/qemu_configs/x86_64_numa.py
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 export KERNEL_SRC
 

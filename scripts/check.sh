@@ -153,7 +153,7 @@ stage docs docs; count $?
 kunit() {
 	(cd "$TREE" && python3 tools/testing/kunit/kunit.py exec \
 		--build_dir "$KBUILD" --kunitconfig "$OVERLAY/tests/mt_job.kunitconfig" \
-		--qemu_config "$repo/tests/qemu_configs/x86_64_numa.py" \
+		--qemu_config "$OVERLAY/tests/qemu_configs/x86_64_numa.py" \
 		--timeout 600) 2>&1 | tee "$logs/kunit.log" | grep -E \
 		'^\[..:..:..\] (# Subtest|Testing complete|.*(FAILED|CRASHED|\[PASSED\] mt_job|\[PASSED\] rust_doctests))|not ok'
 	local rc=${PIPESTATUS[0]}
@@ -182,7 +182,7 @@ failed=$((failed + ${kf:-0} + ${kc:-0}))
 lockdep_report() {
 	(cd "$TREE" && python3 tools/testing/kunit/kunit.py exec \
 		--build_dir "$KBUILD" --kunitconfig "$OVERLAY/tests/mt_job.kunitconfig" \
-		--qemu_config "$repo/tests/qemu_configs/x86_64_numa.py" \
+		--qemu_config "$OVERLAY/tests/qemu_configs/x86_64_numa.py" \
 		--timeout 300 --kernel_args mt_job_test.lockdep_report=1 \
 		'mt_job.mt_job_test_lockdep_report') > "$logs/lockdep.log" 2>&1
 	cp "$KBUILD/test.log" "$logs/lockdep-kernel.log"
