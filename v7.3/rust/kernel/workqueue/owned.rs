@@ -47,8 +47,9 @@ impl BitOr for QueueFlags {
 ///
 /// # Invariants
 ///
-/// `self.0` points to a workqueue this object allocated and nobody else destroys.
-pub struct OwnedQueue(NonNull<bindings::workqueue_struct>);
+/// `self.0` points to a workqueue this object allocated, with the `WQ_*` flags `self.1`, and
+/// nobody else destroys.
+pub struct OwnedQueue(NonNull<bindings::workqueue_struct>, u32);
 
 // SAFETY: a workqueue may be used and destroyed from any thread.
 unsafe impl Send for OwnedQueue {}
@@ -114,8 +115,8 @@ impl OwnedQueue {
         let wq = unsafe {
             bindings::alloc_workqueue_noprof(c"%s".as_char_ptr(), flags, max_active, name.as_char_ptr())
         };
-        // INVARIANT: the workqueue was just allocated; only `drop` destroys it.
-        Ok(Self(NonNull::new(wq).ok_or(ENOMEM)?))
+        // INVARIANT: the workqueue was just allocated with `flags`; only `drop` destroys it.
+        Ok(Self(NonNull::new(wq).ok_or(ENOMEM)?, flags))
     }
 
     /// Makes the items queued on a node run only on the online CPUs of that node: affinity scope
@@ -139,6 +140,10 @@ impl OwnedQueue {
     /// # Ok::<(), Error>(())
     /// ```
     pub fn set_numa_strict(&self) -> Result {
+        // `apply_workqueue_attrs()` would refuse it too, with a warning.
+        if self.1 & bindings::wq_flags_WQ_UNBOUND == 0 {
+            return Err(EINVAL);
+        }
         // SAFETY: no preconditions; returns null or attributes owned by the caller.
         let attrs = unsafe { bindings::alloc_workqueue_attrs_noprof() };
         if attrs.is_null() {
@@ -149,8 +154,7 @@ impl OwnedQueue {
             (*attrs).affn_scope = bindings::wq_affn_scope_WQ_AFFN_NUMA;
             (*attrs).affn_strict = true;
         }
-        // SAFETY: the workqueue is valid by the type invariant; `apply_workqueue_attrs()` refuses
-        // a queue that is not unbound with -EINVAL, and copies `attrs`.
+        // SAFETY: the workqueue is valid and unbound by the type invariant; `attrs` is copied.
         let ret = unsafe { bindings::apply_workqueue_attrs(self.0.as_ptr(), attrs) };
         // SAFETY: `attrs` came from `alloc_workqueue_attrs()` and is no longer used.
         unsafe { bindings::free_workqueue_attrs(attrs) };
