@@ -231,7 +231,7 @@ def build_each(tree, kbuild, patches, llvm, config, skip_last=False):
     with open(config) as f:
         full = f.read()
     os.makedirs(kbuild, exist_ok=True)
-    wt = os.path.join(os.path.dirname(tree), "series-tree")
+    wt = tree.rstrip("/") + "-series-tree"
     if not os.path.isdir(wt):
         git(tree, "worktree", "add", "-f", "--detach", wt, "base")
     commits = git(tree, "rev-list", "--reverse", "base..series").split()
@@ -269,7 +269,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(REPO, "build", "series"))
     ap.add_argument("--build", metavar="KBUILD",
                     help="build each patch in this build directory")
-    ap.add_argument("--llvm", default="-16")
+    ap.add_argument("--llvm", default=os.environ.get("LLVM", "-16"))
     ap.add_argument("--skip-last", action="store_true",
                     help="do not build the last patch (the overlay, which "
                     "the build directory of --config holds)")
@@ -277,8 +277,7 @@ def main():
                                                      ".config"),
                     help="the .config every patch is built with")
     args = ap.parse_args()
-    global OVERLAY
-    OVERLAY = os.path.abspath(args.overlay)
+    globals()["OVERLAY"] = os.path.abspath(args.overlay)
     patches = parse_conf(os.path.join(OVERLAY, "series", "series.conf"))
     build_series(os.path.abspath(args.tree), patches, args.out)
     if args.build:

@@ -10,9 +10,9 @@ use core::num::NonZeroUsize;
 use kernel::{
     alloc::{
         flags::{
+            __GFP_NOWARN, //
             GFP_KERNEL,
             GFP_NOWAIT,
-            __GFP_NOWARN, //
         },
         NumaNode, //
     },
@@ -55,11 +55,7 @@ impl Callbacks {
     }
 }
 
-fn run(
-    job: &mut bindings::mt_job,
-    name: &'static CStr,
-    key: Pin<&'static LockClassKey>,
-) -> Result {
+fn run(job: &mut bindings::mt_job, name: &'static CStr, key: Pin<&'static LockClassKey>) -> Result {
     let cb = Callbacks {
         thread_fn: job.thread_fn.ok_or(EINVAL)?,
         node_of: job.node_of,
@@ -78,9 +74,12 @@ fn run(
     let affinity = match job.affinity {
         bindings::mt_job_affinity_MT_JOB_AFFINITY_NONE => Affinity::None,
         bindings::mt_job_affinity_MT_JOB_AFFINITY_INTERLEAVE => Affinity::Interleave,
-        bindings::mt_job_affinity_MT_JOB_AFFINITY_NODE => {
-            Affinity::Node(NumaNode::new(job.node).ok().filter(|n| n.is_possible()).ok_or(EINVAL)?)
-        }
+        bindings::mt_job_affinity_MT_JOB_AFFINITY_NODE => Affinity::Node(
+            NumaNode::new(job.node)
+                .ok()
+                .filter(|n| n.is_possible())
+                .ok_or(EINVAL)?,
+        ),
         bindings::mt_job_affinity_MT_JOB_AFFINITY_BY_INDEX => Affinity::ByIndex(&node_of),
         bindings::mt_job_affinity_MT_JOB_AFFINITY_BY_INDEX_STRICT => {
             Affinity::ByIndexStrict(&node_of)

@@ -6,8 +6,9 @@
 //! chunks that the calling thread and up to `max_threads - 1` helpers take from a shared cursor.
 //! Helpers are closures spawned on a [`workqueue::scope!`]: on `system_dfl_wq` (where padata
 //! queues its helpers since b6d02e0e41aa), or, when the job has a node [`Affinity`], on
-//! `mt_job_node`, an unbound workqueue with strict NUMA affinity, queued on their node. [`Job::run`] returns only after every helper has finished or was
-//! cancelled before it started, so the chunk function may borrow from the caller's stack; then
+//! `mt_job_node`, an unbound workqueue with strict NUMA affinity, queued on their node.
+//! [`Job::run`] returns only after every helper has finished or was cancelled before it started,
+//! so the chunk function may borrow from the caller's stack; then
 //! the calling thread runs any chunk still left, so a job that returns `Ok` ran every index,
 //! whatever helper allocation, CPU hotplug or node state did meanwhile. A job of one thread is
 //! one chunk, the whole range; unless it is an [`Affinity::Node`] job of another node, the calling
@@ -123,7 +124,8 @@ pub use new_job;
 /// Under NUMA emulation (`numa=fake=`) a CPU is one of every emulated node of its physical
 /// node. The caller may move right after: a placement hint.
 fn on_node(node: NumaNode) -> bool {
-    node.cpumask().is_some_and(|mask| mask.test(CpuId::current()))
+    node.cpumask()
+        .is_some_and(|mask| mask.test(CpuId::current()))
 }
 
 /// An index type a [`Job`] can range over.

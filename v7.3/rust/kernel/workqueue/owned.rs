@@ -113,7 +113,12 @@ impl OwnedQueue {
     fn alloc(name: &CStr, flags: u32, max_active: i32) -> Result<Self> {
         // SAFETY: the format string takes one string argument, and `name` is a valid C string.
         let wq = unsafe {
-            bindings::alloc_workqueue_noprof(c"%s".as_char_ptr(), flags, max_active, name.as_char_ptr())
+            bindings::alloc_workqueue_noprof(
+                c"%s".as_char_ptr(),
+                flags,
+                max_active,
+                name.as_char_ptr(),
+            )
         };
         // INVARIANT: the workqueue was just allocated with `flags`; only `drop` destroys it.
         Ok(Self(NonNull::new(wq).ok_or(ENOMEM)?, flags))

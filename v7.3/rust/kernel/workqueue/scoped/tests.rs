@@ -5,8 +5,8 @@
 use crate::{
     prelude::*,
     sync::atomic::{
-        Atomic,
         Acquire,
+        Atomic,
         Relaxed,
         Release, //
     },
