@@ -210,7 +210,7 @@ def known_upstream(lines):
     In 6.12.117 inc_dl_tasks() counts the fair class's dl_server in
     rq->nr_running; its timer, armed when cpuhp/N parks, can fire and
     enqueue it while the stopper runs, before interrupts are off (traced in
-    a CPU hotplug run: README, "The reliability campaign").  Upstream
+    a CPU hotplug run: doc/results.md, "The reliability campaign").  Upstream
     stopped counting it in 52d15521eb75.  A task left on the dying CPU
     would be listed by the dump and is not matched.
     """
