@@ -27,7 +27,8 @@ KBUILD_NORUST := $(KBUILD)-norust
 KBUILD_BENCH  := $(KBUILD)-bench
 SERIES_OUT    := $(BUILD)/series$(if $(filter 7.3,$(BASE)),-7.3)
 SERIES_KBUILD := $(BUILD)/series-kbuild$(if $(filter 7.3,$(BASE)),-7.3)
-export KBUILD_NORUST KBUILD_BENCH SERIES_OUT
+BUILD_LOG     := $(BUILD)/build$(if $(filter 7.3,$(BASE)),-7.3).log
+export KBUILD_NORUST KBUILD_BENCH SERIES_OUT BUILD_LOG
 JOBS      ?= $(shell echo $$(( $$(nproc) + 1 )))
 KUNITCONFIG := $(OVERLAY)/tests/mt_job.kunitconfig
 QEMU_CONFIG := $(OVERLAY)/tests/qemu_configs/x86_64_numa.py
@@ -102,9 +103,9 @@ $(KBUILD)/.config: $(KUNITCONFIG) $(QEMU_CONFIG)
 config: apply $(KBUILD)/.config
 
 kernel: config
-	@echo "kernel: building in $(KBUILD) (CLIPPY=1, log in build/build.log)"
-	@$(KMAKE) CLIPPY=1 -j$(JOBS) > $(BUILD)/build.log 2>&1 || \
-		{ tail -n 40 $(BUILD)/build.log; echo "kernel: build failed, see build/build.log"; exit 1; }
+	@echo "kernel: building in $(KBUILD) (CLIPPY=1, log in $(BUILD_LOG))"
+	@$(KMAKE) CLIPPY=1 -j$(JOBS) > $(BUILD_LOG) 2>&1 || \
+		{ tail -n 40 $(BUILD_LOG); echo "kernel: build failed, see $(BUILD_LOG)"; exit 1; }
 	@echo "kernel: $(KBUILD)/arch/x86/boot/bzImage"
 
 # $(call derived-kernel,DIR,SCRIPTS_CONFIG_ARGS,NAME): build $(KBUILD)'s

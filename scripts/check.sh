@@ -51,7 +51,7 @@ finish() {
 stage setup make -s -C "$repo" setup-if-needed || { count 1; finish; }
 stage kernel make -s -C "$repo" kernel; rc=$?
 count $rc
-[ $rc = 0 ] || { tail -n 40 "$repo/build/build.log"; finish; }
+[ $rc = 0 ] || { tail -n 40 "${BUILD_LOG:-$repo/build/build.log}"; finish; }
 
 # Warnings (rustc, clippy, clang) from the files the series adds or changes.
 # An incremental build only shows the warnings of what it recompiled, so our
@@ -155,7 +155,7 @@ kunit() {
 		--build_dir "$KBUILD" --kunitconfig "$OVERLAY/tests/mt_job.kunitconfig" \
 		--qemu_config "$OVERLAY/tests/qemu_configs/x86_64_numa.py" \
 		--timeout 600) 2>&1 | tee "$logs/kunit.log" | grep -E \
-		'^\[..:..:..\] (# Subtest|Testing complete|.*(FAILED|CRASHED|\[PASSED\] mt_job|\[PASSED\] rust_doctests))|not ok'
+		'^\[..:..:..\] (# Subtest|Testing complete|.*(FAILED|CRASHED|\[PASSED\] (mt_job|rust_mt_job|rust_workqueue_scope|rust_doctests)))|not ok'
 	local rc=${PIPESTATUS[0]}
 	grep -q 'Testing complete' "$logs/kunit.log" || rc=1
 	# A splat in a helper (lockdep, debugobjects, might_sleep) fails no
