@@ -111,7 +111,7 @@ fn run(job: &mut bindings::mt_job, name: &'static CStr, key: Pin<&'static LockCl
 /// `early_initcall` in `kernel/mt_job.c`.
 ///
 /// Returns 0 or the error of creating the node workqueue (jobs then queue node-affine helpers on
-/// `system_unbound_wq`).
+/// `system_dfl_wq`).
 #[no_mangle]
 pub extern "C" fn mt_job_rust_init() -> c_int {
     match kernel::mt_job::prepare_node_workqueue() {

@@ -299,9 +299,6 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
 /// The workqueue of helpers queued on a node, made at boot by [`prepare_node_workqueue`].
 static NODE_QUEUE: SetOnce<&'static Queue> = SetOnce::new();
 
-/// Whether a job found [`NODE_QUEUE`] missing and said so.
-static NODE_QUEUE_WARNED: Atomic<bool> = Atomic::new(false);
-
 /// Returns the workqueue for helpers that should run on a given node: unbound with strict NUMA
 /// affinity, so that its workers run only on the CPUs of the node they were queued on.
 ///
@@ -313,9 +310,7 @@ fn node_queue() -> &'static Queue {
     if let Some(queue) = NODE_QUEUE.as_ref() {
         return queue;
     }
-    if !NODE_QUEUE_WARNED.xchg(true, Relaxed) {
-        pr_warn!("mt_job: no node workqueue, node placement of helpers is best effort\n");
-    }
+    pr_warn_once!("mt_job: no node workqueue, node placement of helpers is best effort\n");
     workqueue::system_dfl()
 }
 

@@ -43,12 +43,18 @@ impl BitOr for QueueFlags {
     }
 }
 
-/// A workqueue allocated with `alloc_workqueue()`, destroyed (after draining it) when dropped.
+/// A workqueue allocated with `alloc_workqueue()`, which lives as long as the kernel.
+///
+/// It is never destroyed: dropping an `OwnedQueue` leaks the workqueue. `destroy_workqueue()`
+/// drains what is queued, but a delayed work item whose timer has not fired yet
+/// ([`Queue::enqueue_delayed`], reachable through `Deref`) would queue itself on the freed
+/// workqueue later; safe destruction needs every such item cancelled first, which `Queue`'s API
+/// cannot ensure. Until it can, only leaking is sound.
 ///
 /// # Invariants
 ///
-/// `self.0` points to a workqueue this object allocated, with the `WQ_*` flags `self.1`, and
-/// nobody else destroys.
+/// `self.0` points to a workqueue this object allocated, with the `WQ_*` flags `self.1`, that is
+/// never destroyed.
 pub struct OwnedQueue(NonNull<bindings::workqueue_struct>, u32);
 
 // SAFETY: a workqueue may be used and destroyed from any thread.
@@ -58,13 +64,14 @@ unsafe impl Sync for OwnedQueue {}
 
 impl OwnedQueue {
     /// Allocates a workqueue named `name` with `flags` and at most `max_active` items of it
-    /// running at once per CPU (per node for unbound queues); 0 means the default
-    /// (`WQ_DFL_ACTIVE`). `alloc_workqueue()` copies `name`.
+    /// running at once per CPU (for unbound queues, in all, split over the nodes); 0 means the
+    /// default (`WQ_DFL_ACTIVE`). `alloc_workqueue()` copies `name`.
     ///
     /// # Errors
     ///
-    /// Returns [`ENOMEM`] if the workqueue could not be allocated, or [`EINVAL`] if `max_active`
-    /// is above `WQ_MAX_ACTIVE`.
+    /// Returns [`EINVAL`] if `flags` has neither or both of [`QueueFlags::PERCPU`] and
+    /// [`QueueFlags::UNBOUND`] (`alloc_workqueue()` would warn and choose), or if `max_active` is
+    /// above `WQ_MAX_ACTIVE`; [`ENOMEM`] if the workqueue could not be allocated.
     ///
     /// # Examples
     ///
@@ -73,11 +80,13 @@ impl OwnedQueue {
     ///
     /// let queue = OwnedQueue::new(c"doc_owned", QueueFlags::UNBOUND, 0)?;
     /// queue.try_spawn(GFP_KERNEL, || pr_info!("queued on an owned workqueue\n"))?;
-    /// // Dropping the queue drains it.
-    /// drop(queue);
     /// # Ok::<(), Error>(())
     /// ```
     pub fn new(name: &CStr, flags: QueueFlags, max_active: usize) -> Result<Self> {
+        let kind = flags.0 & (bindings::wq_flags_WQ_PERCPU | bindings::wq_flags_WQ_UNBOUND);
+        if kind == 0 || kind.count_ones() != 1 {
+            return Err(EINVAL);
+        }
         let max_active = i32::try_from(max_active)
             .ok()
             .filter(|&m| m <= bindings::wq_consts_WQ_MAX_ACTIVE as i32)
@@ -128,10 +137,13 @@ impl OwnedQueue {
     /// `WQ_AFFN_NUMA` with `affn_strict` set (Documentation/core-api/workqueue.rst, "Affinity
     /// Scopes"). Items queued on a node without online CPUs run on any CPU.
     ///
+    /// The queue keeps its priority (`WQ_HIGHPRI`: nice -20) and every online CPU.
+    ///
     /// # Errors
     ///
-    /// Returns [`EINVAL`] for a queue that is not unbound, [`ENOMEM`] if the attributes could not
-    /// be allocated, or the error of `apply_workqueue_attrs()`.
+    /// Returns [`EINVAL`] for a queue that is not unbound, or ordered (its items would no longer
+    /// run one at a time), [`ENOMEM`] if the attributes could not be allocated, or the error of
+    /// `apply_workqueue_attrs()`.
     ///
     /// # Examples
     ///
@@ -142,11 +154,17 @@ impl OwnedQueue {
     /// queue.set_numa_strict()?;
     /// let percpu = OwnedQueue::new(c"doc_percpu", QueueFlags::PERCPU, 0)?;
     /// assert_eq!(percpu.set_numa_strict(), Err(EINVAL));
+    /// let ordered = OwnedQueue::new_ordered(c"doc_strict_ordered")?;
+    /// assert_eq!(ordered.set_numa_strict(), Err(EINVAL));
+    /// // A queue is either per-CPU or unbound.
+    /// assert!(OwnedQueue::new(c"doc_neither", QueueFlags::HIGHPRI, 0).is_err());
     /// # Ok::<(), Error>(())
     /// ```
     pub fn set_numa_strict(&self) -> Result {
-        // `apply_workqueue_attrs()` would refuse it too, with a warning.
-        if self.1 & bindings::wq_flags_WQ_UNBOUND == 0 {
+        // `apply_workqueue_attrs()` would refuse a queue that is not unbound too, with a warning;
+        // an ordered one it would split into per-node pools.
+        if self.1 & bindings::wq_flags_WQ_UNBOUND == 0 || self.1 & bindings::wq_flags___WQ_ORDERED != 0
+        {
             return Err(EINVAL);
         }
         // SAFETY: no preconditions; returns null or attributes owned by the caller.
@@ -158,6 +176,10 @@ impl OwnedQueue {
         unsafe {
             (*attrs).affn_scope = bindings::wq_affn_scope_WQ_AFFN_NUMA;
             (*attrs).affn_strict = true;
+            // As `alloc_workqueue()` set them up (`HIGHPRI_NICE_LEVEL`).
+            if self.1 & bindings::wq_flags_WQ_HIGHPRI != 0 {
+                (*attrs).nice = bindings::MIN_NICE;
+            }
         }
         // SAFETY: the workqueue is valid and unbound by the type invariant; `attrs` is copied.
         let ret = unsafe { bindings::apply_workqueue_attrs(self.0.as_ptr(), attrs) };
@@ -166,7 +188,7 @@ impl OwnedQueue {
         to_result(ret)
     }
 
-    /// Keeps the workqueue for the rest of the kernel's life and returns it.
+    /// Returns the workqueue, which lives for the rest of the kernel's life.
     ///
     /// # Examples
     ///
@@ -179,10 +201,8 @@ impl OwnedQueue {
     /// # Ok::<(), Error>(())
     /// ```
     pub fn leak(self) -> &'static Queue {
-        let wq = self.0;
-        core::mem::forget(self);
-        // SAFETY: the workqueue is valid, and since `self` was forgotten, never destroyed.
-        unsafe { Queue::from_raw(wq.as_ptr()) }
+        // SAFETY: by the type invariant the workqueue is valid and never destroyed.
+        unsafe { Queue::from_raw(self.0.as_ptr()) }
     }
 }
 
@@ -190,15 +210,7 @@ impl Deref for OwnedQueue {
     type Target = Queue;
 
     fn deref(&self) -> &Queue {
-        // SAFETY: by the type invariant the workqueue is valid until `self` is dropped.
+        // SAFETY: by the type invariant the workqueue is valid and never destroyed.
         unsafe { Queue::from_raw(self.0.as_ptr()) }
-    }
-}
-
-impl Drop for OwnedQueue {
-    fn drop(&mut self) {
-        // SAFETY: by the type invariant we allocated the workqueue and nobody else destroys it;
-        // work items queued on it through `Deref` are drained first by `destroy_workqueue()`.
-        unsafe { bindings::destroy_workqueue(self.0.as_ptr()) };
     }
 }

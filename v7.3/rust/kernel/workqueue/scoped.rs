@@ -50,7 +50,6 @@ use crate::{
     prelude::*,
     str::CStr,
     sync::LockClassKey,
-    task::TaskStack,
     types::Opaque,
 };
 use core::{
@@ -113,15 +112,15 @@ macro_rules! scope {
 /// closure started (the closure was dropped, never called) or its closure has returned; the
 /// items' memory is freed and no workqueue holds a pointer to it.
 ///
-/// Before `workqueue_init()` no worker runs: the join's `flush_work()` warns and returns, and
-/// the join then cancels the item, whose closure is dropped without being called.
+/// It must not be called before `workqueue_init()`, where no worker runs yet: the join's
+/// `flush_work()` would warn (and then cancel the item, whose closure is dropped uncalled).
 ///
-/// If the calling thread dies inside `body` (an oops, or a Rust panic, which is `BUG()`: the
-/// thread is killed and nothing is unwound), the join never runs. Items already queued still
-/// run, over borrows of a frame that is never popped: from its first spawn on, the scope holds a
-/// reference to the thread's stack ([`TaskStack`]), so the stack is leaked instead of freed, and
-/// nothing the dead frames own is dropped. Locks the thread held stay held: an item waiting for
-/// one never finishes. The items themselves are leaked.
+/// The guarantee assumes that the calling thread reaches the join. If it dies inside `body` (an
+/// oops, or a Rust panic, which is `BUG()`: the thread is killed and nothing is unwound; on x86
+/// `do_exit()` then runs on the same stack), items already queued still run, and their borrows
+/// of the thread's stack dangle: the same limit as C's on-stack work items and completions, and
+/// padata's on-stack job. Only an oops, which already left the kernel in a state that
+/// `panic_on_oops` exists for, gets there.
 pub fn scope_with_key<'env, F, T>(
     name: &'static CStr,
     key: Pin<&'static LockClassKey>,
@@ -134,7 +133,6 @@ where
     // INVARIANT: there is no item yet.
     let scope = Scope {
         items: RefCell::new(KVec::new()),
-        stack: RefCell::new(None),
         name,
         key,
         map: Opaque::uninit(),
@@ -212,10 +210,8 @@ trait ScopedWork {
 /// - An item's closure belongs to the worker once the worker claimed the item (cleared its
 ///   pending bit), and to the scope's thread after a `cancel_work()` that returned true or after
 ///   the join.
-/// - `stack` holds a reference to the scope's thread's stack whenever `items` is not empty.
 pub struct Scope<'scope, 'env: 'scope> {
     items: RefCell<KVec<Entry>>,
-    stack: RefCell<Option<TaskStack>>,
     name: &'static CStr,
     key: Pin<&'static LockClassKey>,
     map: Opaque<bindings::lockdep_map>,
@@ -305,11 +301,6 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         let mut items = self.items.borrow_mut();
         // Reserve the entry first: once queued, the item must be recorded.
         items.reserve(1, flags)?;
-        let mut stack = self.stack.borrow_mut();
-        if stack.is_none() {
-            // The running task's stack cannot be gone.
-            *stack = Some(current!().get_stack().ok_or(AllocError)?);
-        }
         let item = KBox::pin_init(
             pin_init!(ScopedItem {
                 work <- Work::new(self.name, self.key),
@@ -410,10 +401,12 @@ impl<'scope, 'env> Scope<'scope, 'env> {
 
     /// Returns whether the scope's thread may wait for items that have not started.
     ///
-    /// It may not when it runs a work item itself (its items may need a worker of the same pool,
-    /// or a new one) or when it has `PF_MEMALLOC` set (it is reclaiming memory, and starting an
-    /// item may need a kworker allocated with `GFP_KERNEL`). Such a caller calls
-    /// [`Scope::cancel_unstarted`] before the join and does the cancelled items' work itself.
+    /// It may not when it has `PF_MEMALLOC` set (it is reclaiming memory, and starting an item
+    /// may need a kworker allocated with `GFP_KERNEL`), nor, deliberately more strictly than
+    /// `check_flush_dependency()`, when it runs a work item itself: its items may need a worker
+    /// of a pool that is short of them, or a new one, and the scope does not know which queue
+    /// the caller runs on. Such a caller calls [`Scope::cancel_unstarted`] before the join and
+    /// does the cancelled items' work itself.
     pub fn may_wait(&self) -> bool {
         !super::in_work_item() && !current!().in_memalloc()
     }
@@ -447,9 +440,8 @@ impl<'scope, 'env> Scope<'scope, 'env> {
             }
         }
         // INVARIANT: every item was cancelled or has returned from its function; freeing them
-        // drops the closures that never ran. No item is left, so the stack reference goes too.
+        // drops the closures that never ran.
         drop(core::mem::take(&mut *items));
-        drop(self.stack.borrow_mut().take());
     }
 }
 
