@@ -310,7 +310,7 @@ fn node_queue() -> &'static Queue {
     if let Some(queue) = NODE_QUEUE.as_ref() {
         return queue;
     }
-    pr_warn_once!("mt_job: no node workqueue, node placement of helpers is best effort\n");
+    crate::pr_warn_once!("mt_job: no node workqueue, node placement of helpers is best effort\n");
     workqueue::system_dfl()
 }
 

@@ -163,7 +163,8 @@ impl OwnedQueue {
     pub fn set_numa_strict(&self) -> Result {
         // `apply_workqueue_attrs()` would refuse a queue that is not unbound too, with a warning;
         // an ordered one it would split into per-node pools.
-        if self.1 & bindings::wq_flags_WQ_UNBOUND == 0 || self.1 & bindings::wq_flags___WQ_ORDERED != 0
+        if self.1 & bindings::wq_flags_WQ_UNBOUND == 0
+            || self.1 & bindings::wq_flags___WQ_ORDERED != 0
         {
             return Err(EINVAL);
         }
