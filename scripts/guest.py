@@ -457,7 +457,7 @@ HUGETLB_SCENARIOS = [
 # vmemmap.  The last field: topology and a line the log must have.
 HUGETLB_SCENARIOS_7_3 = [
     ("1G on a node without CPUs", "hugepagesz=1G hugepages=0:1,2:1", 1048576,
-     {0: 1, 2: 1}, 2, None, {"nodes": 2, "memonly": 1, "mem": 12}),
+     {0: 1, 1: 0, 2: 1}, 2, None, {"nodes": 2, "memonly": 1, "mem": 12}),
     ("2M x 512 with HVO", "hugepages=512 hugetlb_free_vmemmap=on", 2048,
      {0: 256, 1: 256}, 512, None,
      {"expect": r"(?m)^hugetlb_optimize_vmemmap 1$"}),
