@@ -110,7 +110,7 @@ kernel: config
 
 # $(call derived-kernel,DIR,SCRIPTS_CONFIG_ARGS,NAME): build $(KBUILD)'s
 # configuration changed by scripts/config ARGS in DIR, incrementally;
-# reconfigure only when the result changed.  Log in build/build-NAME.log.
+# reconfigure only when the result changed.  Log in DIR.log.
 define derived-kernel
 	@mkdir -p $(1)
 	@cp $(KBUILD)/.config $(1)/.config.new
@@ -119,10 +119,10 @@ define derived-kernel
 		{ cp $(1)/.config.new $(1)/.config.src; \
 		  cp $(1)/.config.new $(1)/.config; \
 		  $(MAKE) -s -C $(TREE) O=$(1) LLVM=$(LLVM) olddefconfig; }
-	@echo "kernel-$(3): building in $(1) (log in build/build-$(3).log)"
+	@echo "kernel-$(3): building in $(1) (log in $(1).log)"
 	@$(MAKE) -C $(TREE) O=$(1) LLVM=$(LLVM) -j$(JOBS) \
-		> $(BUILD)/build-$(3).log 2>&1 || \
-		{ tail -n 40 $(BUILD)/build-$(3).log; echo "kernel-$(3): build failed"; exit 1; }
+		> $(1).log 2>&1 || \
+		{ tail -n 40 $(1).log; echo "kernel-$(3): build failed"; exit 1; }
 endef
 
 # The same configuration without Rust (CONFIG_RUST=n, hence no
