@@ -41,12 +41,19 @@ class Patch:
         self.body = []
 
 
+# Options a series.conf may set before its first [patch] ("option: NAME").
+OPTIONS = set()
+
+
 def parse_conf(path):
     patches = []
     with open(path) as f:
         for raw in f:
             line = raw.rstrip("\n")
             if line.startswith("#") and not patches:
+                continue
+            if line.startswith("option:") and not patches:
+                OPTIONS.add(line[len("option:"):].strip())
                 continue
             if line.startswith("[patch] "):
                 patches.append(Patch(line[len("[patch] "):].strip()))
@@ -114,6 +121,38 @@ def assign_added(patches, path, owner, lines):
     return out
 
 
+def TRIVIAL(line):
+    """Lines that must not anchor a match (see stage_contents())."""
+    return line.strip() in ("", "{", "}", "})", "};", "},", ")", ");")
+
+
+def slide_inserts(ops, f):
+    """Move each pure insertion down while its first line equals the line
+    after it (as git's diff slides them), so that a block added after a
+    function starts with its own first line, not with the closing lines of
+    the function before it."""
+    ops = [list(o) for o in ops]
+    for k, o in enumerate(ops):
+        if o[0] != "insert" or k + 1 >= len(ops) or ops[k + 1][0] != "equal":
+            continue
+        nxt = ops[k + 1]
+        prev = ops[k - 1] if k > 0 and ops[k - 1][0] == "equal" else None
+        while nxt[3] < nxt[4] and f[o[3]] == f[nxt[3]]:
+            if prev is None:
+                prev = ["equal", o[1], o[1], o[3], o[3]]
+                ops.insert(k, prev)
+                k += 1
+            prev[2] += 1
+            prev[4] += 1
+            o[1] += 1
+            o[2] += 1
+            o[3] += 1
+            o[4] += 1
+            nxt[1] += 1
+            nxt[3] += 1
+    return [tuple(o) for o in ops if o[0] != "equal" or o[1] < o[2]]
+
+
 def stage_contents(patches, tree, path, owner, final, base):
     """Content of PATH after each patch: a list, None where it is absent."""
     n = len(patches)
@@ -124,8 +163,18 @@ def stage_contents(patches, tree, path, owner, final, base):
     b = base.decode().splitlines(keepends=True) if base is not None else []
     f = final.decode().splitlines(keepends=True)
     pieces = []     # (lines, first and last stage that have them)
-    sm = difflib.SequenceMatcher(None, b, f, autojunk=False)
-    for op, i1, i2, j1, j2 in sm.get_opcodes():
+    # With "option: braces-do-not-anchor", lines of only braces or blanks
+    # anchor no match (they may still extend one): otherwise a block a patch
+    # adds after a function that ends like it (enqueue_on_node() after
+    # enqueue()) may be matched by its closing lines, and an earlier patch
+    # gets them.
+    sm = difflib.SequenceMatcher(
+        TRIVIAL if "braces-do-not-anchor" in OPTIONS else None, b, f,
+        autojunk=False)
+    ops = sm.get_opcodes()
+    if "braces-do-not-anchor" in OPTIONS:
+        ops = slide_inserts(ops, f)
+    for op, i1, i2, j1, j2 in ops:
         if op == "equal":
             pieces.append((b[i1:i2], 0, n - 1))
             continue
