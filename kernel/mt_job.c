@@ -262,12 +262,12 @@ bool mt_job_may_use_helpers(bool nowait)
 /**
  * __mt_job_run() - run a multithreaded job, see mt_job_run()
  * @job: the job
- * @keys: two static lock class keys of the call site
+ * @key: the static lock class key of the call site
  * @class_name: the name of their class, a static string
  *
  * Return: as mt_job_run().
  */
-int __mt_job_run(struct mt_job *job, struct lock_class_key *keys,
+int __mt_job_run(struct mt_job *job, struct lock_class_key *key,
 		 const char *class_name)
 {
 	int cap = READ_ONCE(mt_job_max_threads);
@@ -291,7 +291,7 @@ int __mt_job_run(struct mt_job *job, struct lock_class_key *keys,
 		ret = mt_job_try_padata(job, &ran);
 	if (!ran && job->engine != MT_JOB_ENGINE_SERIAL &&
 	    IS_ENABLED(CONFIG_MT_JOB_RUST)) {
-		ret = mt_job_rust_run(job, keys, class_name);
+		ret = mt_job_rust_run(job, key, class_name);
 		ran = true;
 	}
 	if (!ran)

@@ -11,7 +11,7 @@
 struct lock_class_key;
 struct mt_job;
 
-int mt_job_rust_run(struct mt_job *job, struct lock_class_key *keys,
+int mt_job_rust_run(struct mt_job *job, struct lock_class_key *key,
 		    const char *class_name);
 int mt_job_rust_init(void);
 /* Test hook for kernel/mt_job_test.c, built with CONFIG_MT_JOB_KUNIT_TEST. */

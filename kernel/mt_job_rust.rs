@@ -6,15 +6,26 @@
 //! C header: [`include/linux/mt_job.h`](srctree/include/linux/mt_job.h); the entry points are
 //! declared for `kernel/mt_job.c` in `kernel/mt_job_internal.h`.
 
+use core::num::NonZeroUsize;
 use kernel::{
-    alloc::flags::{__GFP_NOWARN, GFP_KERNEL, GFP_NOWAIT},
+    alloc::{
+        flags::{
+            __GFP_NOWARN, //
+            GFP_KERNEL,
+            GFP_NOWAIT,
+        },
+        NumaNode, //
+    },
     bindings,
-    error::{code::EINVAL, to_result, Result},
-    ffi::{c_char, c_int, c_ulong, c_void},
-    mt_job::{Affinity, Align, Job},
-    numa::NodeId,
+    error::to_result,
+    mt_job::{
+        Affinity,
+        Align,
+        Job, //
+    },
+    prelude::*,
     str::CStr,
-    workqueue::ScopeClass,
+    sync::LockClassKey,
 };
 
 /// The C job's callbacks and their argument, shared by every thread of the job.
@@ -37,14 +48,14 @@ impl Callbacks {
     }
 
     /// The node of `index`; `NUMA_NO_NODE` or any other impossible node means no node.
-    fn node(&self, index: c_ulong) -> Option<NodeId> {
+    fn node(&self, index: c_ulong) -> Option<NumaNode> {
         // SAFETY: `node_of` is a valid function by the contract of `mt_job_rust_run`.
         let node = unsafe { (self.node_of?)(index, self.arg) };
-        NodeId::new(node).ok()
+        NumaNode::new(node).ok().filter(|n| n.is_possible())
     }
 }
 
-fn run(job: &mut bindings::mt_job, class: Option<(&'static CStr, &'static ScopeClass)>) -> Result {
+fn run(job: &mut bindings::mt_job, name: &'static CStr, key: Pin<&'static LockClassKey>) -> Result {
     let cb = Callbacks {
         thread_fn: job.thread_fn.ok_or(EINVAL)?,
         node_of: job.node_of,
@@ -63,26 +74,32 @@ fn run(job: &mut bindings::mt_job, class: Option<(&'static CStr, &'static ScopeC
     let affinity = match job.affinity {
         bindings::mt_job_affinity_MT_JOB_AFFINITY_NONE => Affinity::None,
         bindings::mt_job_affinity_MT_JOB_AFFINITY_INTERLEAVE => Affinity::Interleave,
-        bindings::mt_job_affinity_MT_JOB_AFFINITY_NODE => Affinity::Node(NodeId::new(job.node)?),
+        bindings::mt_job_affinity_MT_JOB_AFFINITY_NODE => Affinity::Node(
+            NumaNode::new(job.node)
+                .ok()
+                .filter(|n| n.is_possible())
+                .ok_or(EINVAL)?,
+        ),
         bindings::mt_job_affinity_MT_JOB_AFFINITY_BY_INDEX => Affinity::ByIndex(&node_of),
         bindings::mt_job_affinity_MT_JOB_AFFINITY_BY_INDEX_STRICT => {
             Affinity::ByIndexStrict(&node_of)
         }
         _ => return Err(EINVAL),
     };
-    let mut mt_job = Job::new(job.start..end)?
+    let max_threads = usize::try_from(job.max_threads)
+        .ok()
+        .and_then(NonZeroUsize::new)
+        .ok_or(EINVAL)?;
+    let mt_job = Job::new(job.start..end, name, key)?
         .align(Align::new(job.align as u64)?)
         .min_chunk(job.min_chunk as u64)
-        .max_threads(usize::try_from(job.max_threads).unwrap_or(0))?
+        .max_threads(max_threads)
         .affinity(affinity)
         .alloc_flags(if job.nowait {
             GFP_NOWAIT | __GFP_NOWARN
         } else {
             GFP_KERNEL
         });
-    if let Some((name, class)) = class {
-        mt_job = mt_job.lock_class(name, class);
-    }
     let (res, report) = mt_job.run_and_report(|chunk| cb.chunk(chunk.start, chunk.end));
     // Also when a chunk failed: callers report how many threads worked.
     job.nr_threads = c_int::try_from(report.threads()).unwrap_or(c_int::MAX);
@@ -94,7 +111,7 @@ fn run(job: &mut bindings::mt_job, class: Option<(&'static CStr, &'static ScopeC
 /// `early_initcall` in `kernel/mt_job.c`.
 ///
 /// Returns 0 or the error of creating the node workqueue (jobs then queue node-affine helpers on
-/// `system_unbound_wq`).
+/// `system_dfl_wq`).
 #[no_mangle]
 pub extern "C" fn mt_job_rust_init() -> c_int {
     match kernel::mt_job::prepare_node_workqueue() {
@@ -123,25 +140,26 @@ pub extern "C" fn mt_job_rust_fail_nth_helper(nth: kernel::ffi::c_uint) -> kerne
 ///
 /// `job` must point to a valid `struct mt_job` that nobody else accesses during the call, whose
 /// `thread_fn` (and `node_of`, if set) may be called concurrently with `fn_arg` until this
-/// function returns. `keys` must be null or point to two static lock class keys of the call
-/// site (`mt_job_run()`), and `class_name` to a static string if `keys` is not null.
+/// function returns. `key` must point to the static lock class key of the call site
+/// (`mt_job_run()`), and `class_name` to a static C string.
 #[no_mangle]
 pub unsafe extern "C" fn mt_job_rust_run(
     job: *mut bindings::mt_job,
-    keys: *mut bindings::lock_class_key,
+    key: *mut bindings::lock_class_key,
     class_name: *const c_char,
 ) -> c_int {
     // SAFETY: by the safety requirements `job` is valid and exclusively ours for the call.
     let job = unsafe { &mut *job };
     job.engine = bindings::mt_job_engine_MT_JOB_ENGINE_RUST;
-    let class = if keys.is_null() || class_name.is_null() {
-        None
-    } else {
-        // SAFETY: by the safety requirements, `keys` points to two static keys and
-        // `class_name` to a static C string.
-        Some(unsafe { (CStr::from_char_ptr(class_name), ScopeClass::from_raw(keys)) })
+    // SAFETY: by the safety requirements `key` points to a static key, never moved nor freed,
+    // which `LockClassKey` wraps transparently, and `class_name` to a static C string.
+    let (name, key) = unsafe {
+        (
+            CStr::from_char_ptr(class_name),
+            Pin::static_ref(&*key.cast::<LockClassKey>()),
+        )
     };
-    match run(job, class) {
+    match run(job, name, key) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }

@@ -226,7 +226,7 @@ static bool tlb_free_parallel(struct mmu_gather *tlb)
 		nr++;
 	if (nr < 2)
 		return false;
-	batches = kmalloc_array(nr, sizeof(*batches), GFP_NOWAIT | __GFP_NOWARN);
+	batches = kmalloc_objs(*batches, nr, GFP_NOWAIT);
 	if (!batches)
 		return false;
 
@@ -358,7 +358,7 @@ static int tlb_parallel_free_sysctl(const struct ctl_table *table, int write,
 static unsigned long threshold_min = TLB_PARALLEL_FREE_MIN_PAGES;
 static unsigned long threshold_max = TLB_PARALLEL_FREE_MAX_PAGES;
 
-static struct ctl_table tlb_parallel_free_table[] = {
+static const struct ctl_table tlb_parallel_free_table[] = {
 	{
 		.procname	= "parallel_free",
 		.data		= &sysctl_parallel_free,

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Create the base tree TREE for kernel VERSION (6.12 or 7.3): Debian's
+# Create the base tree TREE for kernel VERSION (7.3): Debian's
 # linux-source-VERSION (or KERNEL_SRC), as a git repository whose 'base'
 # branch is the unmodified source, so that 'git -C TREE diff base' shows
 # exactly the project's change.
 set -euo pipefail
 tree=$1
-version=${2:-6.12}
+version=${2:-7.3}
 src=${KERNEL_SRC:-}
 pkg=linux-source-$version
 tarball=/usr/src/$pkg.tar.xz
@@ -28,7 +28,7 @@ if [ -n "$src" ]; then
 	desc="base: $src ($v)"
 else
 	[ -f "$tarball" ] ||
-		{ echo "base: $tarball is missing: 'make setup BASE=$version' installs $pkg, or set KERNEL_SRC" >&2; exit 1; }
+		{ echo "base: $tarball is missing: 'make setup' installs $pkg, or set KERNEL_SRC" >&2; exit 1; }
 	echo "base: unpacking $tarball"
 	tar -C "$tree.tmp" --strip-components=1 -xf "$tarball"
 	desc="base: Debian $pkg $(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null || echo '?')"

@@ -323,7 +323,7 @@ def main():
                                  formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("command", choices=("engine", "deferred"))
     ap.add_argument("--kbuild", default=os.environ.get(
-        "KBUILD", os.path.join(guest.REPO, "build", "kbuild")))
+        "KBUILD", os.path.join(guest.REPO, "build", "kbuild-7.3")))
     ap.add_argument("--mem", dest="mem_gib", type=int, default=8,
                     help="engine: guest memory in GiB")
     ap.add_argument("--cpus", type=int, default=2, help="engine: vCPUs")

@@ -183,11 +183,7 @@ def boot(args, spec, extra=""):
             e.stdout, bytes) else (e.stdout or "")
         log += f"\nguest: timed out after {args.timeout}s\n"
     wall = time.monotonic() - t0
-    res = parse(log, spec, wall)
-    for k in res["known"]:
-        print(f"guest: a known upstream warning, not counted: {k}",
-              flush=True)
-    return res, log
+    return parse(log, spec, wall), log
 
 
 # The guest's printk buffer (see boot()).
@@ -197,53 +193,6 @@ BAD_RE = re.compile(r"BUG:|WARNING:|Oops|Bad page state|"
                     r"possible circular locking|Call Trace|soft lockup|"
                     r"blocked for more than|BENCH-FAILED|UBSAN:|"
                     r"TRACE a warning turned tracing off")
-DUMP_RE = re.compile(r"CPU(\d+) enqueued tasks \((\d+) total\):")
-DUMP_TASK_RE = re.compile(r"^\s*(?:\[[^]]*\])?\s*pid: \d+, name: (\S+)$")
-
-
-def known_upstream(lines):
-    """Warnings of upstream 6.12 that this series does not cause.
-
-    Returns the indices of their lines and one description each.  Only one
-    is known: sched_cpu_dying()'s "Dying CPU not properly vacated!" whose
-    dump counts two tasks on the run queue and lists only the CPU's stopper.
-    In 6.12.117 inc_dl_tasks() counts the fair class's dl_server in
-    rq->nr_running; its timer, armed when cpuhp/N parks, can fire and
-    enqueue it while the stopper runs, before interrupts are off (traced in
-    a CPU hotplug run: doc/results.md, "The reliability campaign").  Upstream
-    stopped counting it in 52d15521eb75.  A task left on the dying CPU
-    would be listed by the dump and is not matched.
-    """
-    skip, known = set(), []
-    # 7.3 has 52d15521eb75: no exception there, any warning counts.
-    if os.environ.get("BASE", "6.12") != "6.12":
-        return skip, known
-    i = 0
-    while i < len(lines):
-        if "[ cut here ]" not in lines[i]:
-            i += 1
-            continue
-        end = next((j for j in range(i + 1, min(i + 300, len(lines)))
-                    if "---[ end trace" in lines[j]), None)
-        if end is None or not any("Dying CPU not properly vacated!" in line
-                                  for line in lines[i:end]):
-            i += 1
-            continue
-        m = DUMP_RE.search(lines[end + 1]) if end + 1 < len(lines) else None
-        tasks, k = [], end + 2
-        while k < len(lines) and DUMP_TASK_RE.search(lines[k]):
-            tasks.append(DUMP_TASK_RE.search(lines[k]).group(1))
-            k += 1
-        if m and m.group(2) == "2" and tasks == [f"migration/{m.group(1)}"]:
-            skip.update(range(i, k))
-            known.append(f"CPU{m.group(1)}: Dying CPU not properly vacated!, "
-                         "2 counted, only the stopper queued: the fair "
-                         "dl_server counted in nr_running (6.12; upstream "
-                         "52d15521eb75)")
-            i = k
-        else:
-            i = end + 1
-    return skip, known
 
 
 def parse(log, spec, wall):
@@ -256,12 +205,7 @@ def parse(log, spec, wall):
     body = log.split("MTJOB-BEGIN", 1)[-1]
     mem = {k: int(v) for k, v in MEMINFO_RE.findall(body)}
     lines = OOM_REPORT_RE.sub("", log).splitlines()
-    skip, known = known_upstream(lines)
-    bad = [line for i, line in enumerate(lines)
-           if i not in skip and BAD_RE.search(line)
-           # The first warning stops the hotplug trace: a known one explains
-           # it, any other is in the list already.
-           and not (known and "turned tracing off" in line)]
+    bad = [line for line in lines if BAD_RE.search(line)]
     dmesg = log.split("MTJOB-DMESG", 1)
     if len(dmesg) == 2 and "Linux version" not in dmesg[1]:
         bad.append("the dmesg no longer starts at boot: the printk buffer "
@@ -277,7 +221,7 @@ def parse(log, spec, wall):
                       for m in HUGE_TOUCH_RE.finditer(body)],
             "gigantic": {int(a): int(b) for a, b in GIGANTIC_RE.findall(log)},
             "log": log,
-            "ok": "MTJOB-END" in log, "bad": bad, "known": known}
+            "ok": "MTJOB-END" in log, "bad": bad}
 
 
 def deferred_total(r):
@@ -450,12 +394,11 @@ HUGETLB_SCENARIOS = [
     ("1G x 4 on four 2 GiB nodes", "hugepagesz=1G hugepages=4", 1048576,
      None, None, None, {"nodes": 4, "mem": 8}),
 ]
-# 7.3 only (7.3's HVO initialises shared vmemmap tails before the gigantic
-# struct page init job; the 6.12 series is left as CI checks it).  A node
-# with memory and no CPU (node 2) gets a gigantic page; HVO
-# (hugetlb_free_vmemmap=on) with 2M and 1G pages, which must say it frees
-# vmemmap.  The last field: topology and a line the log must have.
-HUGETLB_SCENARIOS_7_3 = [
+# A node with memory and no CPU (node 2) gets a gigantic page; HVO
+# (hugetlb_free_vmemmap=on, which initialises shared vmemmap tails before
+# the gigantic struct page init job) with 2M and 1G pages, which must say it
+# frees vmemmap.  The last field: topology and a line the log must have.
+HUGETLB_SCENARIOS += [
     ("1G on a node without CPUs", "hugepagesz=1G hugepages=0:1,2:1", 1048576,
      {0: 1, 1: 0, 2: 1}, 2, None, {"nodes": 2, "memonly": 1, "mem": 12}),
     ("2M x 512 with HVO", "hugepages=512 hugetlb_free_vmemmap=on", 2048,
@@ -467,24 +410,30 @@ HUGETLB_SCENARIOS_7_3 = [
 ]
 
 
+# hugetlbtest --quick boots every engine on this many of the first
+# scenarios (2M and 1G pages over the nodes), the first engine on the rest.
+HUGETLB_QUICK_ALL = 3
+
+
 def cmd_hugetlbtest(args):
     check = Checks()
-    scenarios = HUGETLB_SCENARIOS + (
-        HUGETLB_SCENARIOS_7_3 if os.environ.get("BASE", "6.12") != "6.12"
-        else [])
-    for name, params, kb, per_node, total, warn, *topo in scenarios:
+    for i, (name, params, kb, per_node, total, warn, *topo) in enumerate(
+            HUGETLB_SCENARIOS):
         res = {}
         sargs = copy.copy(args)
         topo = topo[0] if topo else {}
         sargs.nodes = topo.get("nodes", args.nodes)
         sargs.mem_gib = topo.get("mem", args.mem_gib)
         sargs.memonly = topo.get("memonly", getattr(args, "memonly", 0))
-        # 7.3 caps the allocation job at hugepage_alloc_threads=, by default
-        # a quarter of the CPUs (one in our guests): give it every CPU, so
-        # that both engines run it with helpers.
-        threads = (f" hugepage_alloc_threads={sargs.cpus}"
-                   if os.environ.get("BASE", "6.12") != "6.12" else "")
-        for engine in args.engines:
+        # The allocation job is capped at hugepage_alloc_threads=, by
+        # default a quarter of the CPUs (one in our guests): give it every
+        # CPU, so that both engines run it with helpers.
+        threads = f" hugepage_alloc_threads={sargs.cpus}"
+        # --quick ('make check'): the first engine (rust) on every
+        # scenario, the others on the first HUGETLB_QUICK_ALL only.
+        engines = (args.engines if not args.quick or i < HUGETLB_QUICK_ALL
+                   else args.engines[:1])
+        for engine in engines:
             r, log = boot(sargs, engine, f"{params}{threads} {HUGETLB_DEBUG}")
             tag = re.sub(r"[^A-Za-z0-9]+", "-", f"{engine}-{name}").strip("-")
             path = save_log(args, f"hugetlb-{tag}.log", log)
@@ -650,6 +599,13 @@ FREE_CASES = {
     # Out-of-range sysctl values refused: only the exit code counts.
     "sysctl-bounds": None,
 }
+# The cases free.sh runs only with mtjob.free=test (its full_case), not in
+# freetest --quick.
+FREE_FULL_ONLY = {
+    "munmap-64m", "munmap-512m", "munmap-2g-thp-on", "exit-2g-thp-off",
+    "swap-2g", "many-3x1200m", "pressure", "sched-idle", "sched-batch",
+    "taskset-cpu0", "cgroup-cpu-weight-10", "cgroup-cpu-idle", "by-node-off",
+}
 # Free memory (MemFree + per-CPU lists, read by free.sh after dropping caches
 # and shrinking every slab cache) after a case may be below what it was
 # before by this much (kB): page tables and slab still held, vmstat drift.
@@ -693,7 +649,8 @@ def cmd_freetest(args):
     # One boot runs every case (about 8 minutes under TCG on 2 host cores);
     # the mt_job engine after boot is always the Rust one.
     args.timeout = max(args.timeout, 1800)
-    r, log = boot(args, "rust", "mtjob.free=test")
+    r, log = boot(args, "rust",
+                  f"mtjob.free={'quick' if args.quick else 'test'}")
     path = save_log(args, "freetest.log", log)
     check(r["ok"], f"guest ran the free tests and powered off "
           f"({r['wall']:.1f} s; log {path})")
@@ -707,12 +664,14 @@ def cmd_freetest(args):
     got = {m[0]: tuple(map(int, m[1:])) for m in main_cases}
     free_memory_checks(check, "", main_cases,
                        free_tolerance_kb(args))
-    cases = dict(FREE_CASES)
+    cases = {k: v for k, v in FREE_CASES.items()
+             if not args.quick or k not in FREE_FULL_ONLY}
     # CPU hotplug during teardowns: a guest of 4 nodes x 2 vCPUs of its own.
     hargs = copy.copy(args)
     hargs.nodes, hargs.cpus, hargs.mem_gib = 4, 8, 8
-    r, log = boot(hargs, "rust", "mtjob.free=hotplug mtjob.hotplug_seconds="
-                  f"{args.hotplug_seconds}")
+    hot = args.hotplug_seconds // (2 if args.quick else 1)
+    r, log = boot(hargs, "rust",
+                  f"mtjob.free=hotplug mtjob.hotplug_seconds={hot}")
     path = save_log(args, "freetest-hotplug.log", log)
     m = FREEHOTPLUG_RE.search(log)
     check(r["ok"] and m is not None and int(m.group(1)) > 0,
@@ -830,7 +789,7 @@ def main():
                                         "hugetlbbench", "freetest",
                                         "freebench"))
     ap.add_argument("--kbuild", default=os.environ.get(
-        "KBUILD", os.path.join(REPO, "build", "kbuild")))
+        "KBUILD", os.path.join(REPO, "build", "kbuild-7.3")))
     ap.add_argument("--mem", dest="mem_gib", type=int, default=8,
                     help="guest memory in GiB, split evenly over the nodes")
     ap.add_argument("--cpus", type=int, default=4)
@@ -851,6 +810,10 @@ def main():
                     "interleave, by_node_1h, comma-separated (default all)")
     ap.add_argument("--log", default="", help="freebench: tables and plots "
                     "from this saved log instead of a boot")
+    ap.add_argument("--quick", action="store_true",
+                    help="hugetlbtest: engines after the first on the first "
+                    "scenarios only; freetest: one case of each kind and "
+                    "half the hotplug time ('make check')")
     ap.add_argument("--logdir", default=os.path.join(REPO, "build", "logs"))
     args = ap.parse_args()
     args.engines = [e for e in args.engines.split(",") if e]

@@ -243,7 +243,7 @@ def main():
         os.path.dirname(os.path.abspath(__file__))))
     ap.add_argument("--tree", default=os.path.join(
         os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-        "build", "linux"))
+        "build", "linux-7.3"))
     args = ap.parse_args()
     {"apply": cmd_apply, "sync": cmd_sync, "diff": cmd_diff,
      "files": cmd_files}[args.command](

@@ -314,16 +314,18 @@ def main():
     ap.add_argument("--overlay", default=OVERLAY,
                     help="the overlay and its series/ (default: $OVERLAY or "
                     "the repository)")
-    ap.add_argument("--tree", default=os.path.join(REPO, "build", "linux"))
-    ap.add_argument("--out", default=os.path.join(REPO, "build", "series"))
+    ap.add_argument("--tree", default=os.environ.get(
+        "TREE", os.path.join(REPO, "build", "linux-7.3")))
+    ap.add_argument("--out", default=os.environ.get(
+        "SERIES_OUT", os.path.join(REPO, "build", "series-7.3")))
     ap.add_argument("--build", metavar="KBUILD",
                     help="build each patch in this build directory")
-    ap.add_argument("--llvm", default=os.environ.get("LLVM", "-16"))
+    ap.add_argument("--llvm", default=os.environ.get("LLVM", "-19"))
     ap.add_argument("--skip-last", action="store_true",
                     help="do not build the last patch (the overlay, which "
                     "the build directory of --config holds)")
-    ap.add_argument("--config", default=os.path.join(REPO, "build", "kbuild",
-                                                     ".config"),
+    ap.add_argument("--config", default=os.path.join(os.environ.get(
+        "KBUILD", os.path.join(REPO, "build", "kbuild-7.3")), ".config"),
                     help="the .config every patch is built with")
     args = ap.parse_args()
     globals()["OVERLAY"] = os.path.abspath(args.overlay)

@@ -4,28 +4,21 @@
 # as root; print the versions found.  With --check, install nothing and only
 # say what is missing (exit 1 if anything is).
 #
-# BASE (6.12 or 7.3, default 6.12) selects the kernel source and LLVM:
-#  - 6.12: bookworm's linux-source-6.12 and clang-16;
-#  - 7.3: Debian's linux-source-7.3 from trixie-backports (architecture
-#    'all', so it installs on bookworm) and bookworm's clang-19: 7.3 needs
-#    LLVM >= 17.0.1 (scripts/min-tool-version.sh).  The trixie-backports
-#    source is derived from this machine's own Debian source (same archive,
-#    same keyring) and pinned so that only linux-source-7.3 comes from it.
+# The kernel source is Debian's linux-source-7.3 from trixie-backports
+# (architecture 'all', so it installs on bookworm); LLVM is bookworm's
+# clang-19: 7.3 needs LLVM >= 17.0.1 (scripts/min-tool-version.sh).  The
+# trixie-backports source is derived from this machine's own Debian source
+# (same archive, same keyring) and pinned so that only linux-source-7.3
+# comes from it.  KERNEL_SRC= (a 7.3 tree) replaces the package.
 set -euo pipefail
 
-BASE=${BASE:-6.12}
+VERSION=7.3
 BINDGEN_VERSION=0.73.2
-case "$BASE" in
-6.12) LLVM_SUFFIX=-16 ;;
-7.3) LLVM_SUFFIX=-19 ;;
-*) echo "setup: BASE=$BASE: only 6.12 and 7.3 are known" >&2; exit 2 ;;
-esac
-SOURCE_PKG=linux-source-$BASE
+LLVM_SUFFIX=-19
+SOURCE_PKG=linux-source-$VERSION
 APT_PKGS=(clang$LLVM_SUFFIX lld$LLVM_SUFFIX llvm$LLVM_SUFFIX libclang$LLVM_SUFFIX-dev
 	qemu-system-x86 bc flex bison libelf-dev libssl-dev cpio make gcc
 	libc6-dev busybox-static python3 python3-ply python3-git git xz-utils)
-# KERNEL_SRC= (a tree of the base's version) replaces the package.
-[ "$BASE" = 6.12 ] && [ -z "${KERNEL_SRC:-}" ] && APT_PKGS=("$SOURCE_PKG" "${APT_PKGS[@]}")
 # For the benchmarks' plots only: installed when setup runs as root, never
 # reported missing (make check does not plot).
 OPTIONAL_PKGS=(python3-matplotlib)
@@ -85,11 +78,11 @@ bpo_source() {	# print a deb822 stanza for trixie-backports, or fail
 	[ -n "${key:-}" ] || key=/usr/share/keyrings/debian-archive-keyring.gpg
 	printf 'Types: deb\nURIs: %s\nSuites: trixie-backports\nComponents: main\nSigned-By: %s\n' "$uri" "$key"
 }
-if [ "$BASE" = 7.3 ] && [ -z "${KERNEL_SRC:-}" ] && ! dpkg-query -W -f='${Status}' "$SOURCE_PKG" 2>/dev/null | grep -q "ok installed"; then
+if [ -z "${KERNEL_SRC:-}" ] && ! dpkg-query -W -f='${Status}' "$SOURCE_PKG" 2>/dev/null | grep -q "ok installed"; then
 	if [ $check_only = 1 ]; then
-		missing+=("$SOURCE_PKG from trixie-backports ('make setup BASE=7.3' as root)")
+		missing+=("$SOURCE_PKG from trixie-backports ('make setup' as root)")
 	elif [ "$(id -u)" != 0 ]; then
-		echo "setup: not root; as root run 'make setup BASE=7.3' to install $SOURCE_PKG from trixie-backports" >&2
+		echo "setup: not root; as root run 'make setup' to install $SOURCE_PKG from trixie-backports" >&2
 		exit 1
 	else
 		stanza=$(bpo_source) ||

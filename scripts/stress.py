@@ -6,11 +6,11 @@ the whole with 'stress: N passed, N failed'.
 
   random   the randomized KUnit suite (mt_job_random) with many more jobs
            and a new seed, on the main kernel
-  kasan    a KASAN (generic) + UBSAN kernel (build/kbuild-kasan): KUnit, the
+  kasan    a KASAN (generic) + UBSAN kernel (build/kbuild-7.3-kasan): KUnit, the
            boot tests, the free tests (not with --quick), and fault
            injection (failslab and fail_page_alloc on GFP_NOWAIT
            allocations during teardowns)
-  kcsan    a KCSAN kernel (build/kbuild-kcsan): KUnit and the free tests;
+  kcsan    a KCSAN kernel (build/kbuild-7.3-kcsan): KUnit and the free tests;
            any data race report naming our code fails
   hotplug  CPUs offlined and onlined for --hotplug-seconds while teardowns
            run at the lowest threshold (4 nodes x 2 vCPUs)
@@ -36,7 +36,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import guest  # noqa: E402
 
 REPO = guest.REPO
-TREE = os.path.join(REPO, "build", "linux")
+# The tree, build directory and LLVM suffix as the Makefile exports them.
+TREE = os.environ.get("TREE", os.path.join(REPO, "build", "linux-7.3"))
+KBUILD = os.environ.get("KBUILD", os.path.join(REPO, "build", "kbuild-7.3"))
+LLVM = os.environ.get("LLVM", "-19")
 KUNITCONFIG = os.path.join(REPO, "tests", "mt_job.kunitconfig")
 QEMU_CONFIG = os.path.join(REPO, "tests", "qemu_configs", "x86_64_numa.py")
 PARTS = ("random", "kasan", "kcsan", "hotplug", "server")
@@ -68,19 +71,19 @@ def summary(out, name):
 
 def build(args, part, check):
     """Configure and build the PART kernel; return its build directory."""
-    kbuild = os.path.join(REPO, "build", f"kbuild-{part}")
+    kbuild = f"{KBUILD}-{part}"
     frag = os.path.join(REPO, "tests", f"stress-{part}.config")
     t0 = time.monotonic()
     rc, out = run([sys.executable, "tools/testing/kunit/kunit.py", "config",
                    "--build_dir", kbuild, "--kunitconfig", KUNITCONFIG,
                    "--kunitconfig", frag, "--qemu_config", QEMU_CONFIG,
-                   "--make_options", "LLVM=-16"],
+                   "--make_options", f"LLVM={LLVM}"],
                   os.path.join(args.logdir, f"{part}-config.log"), cwd=TREE)
     check(rc == 0, f"{part}: configured from tests/mt_job.kunitconfig and "
           f"tests/stress-{part}.config")
     if rc:
         return None
-    rc, out = run(["make", "-C", TREE, f"O={kbuild}", "LLVM=-16",
+    rc, out = run(["make", "-C", TREE, f"O={kbuild}", f"LLVM={LLVM}",
                    f"-j{os.cpu_count() + 1}"],
                   os.path.join(args.logdir, f"{part}-build.log"))
     check(rc == 0, f"{part}: kernel built in {kbuild} "
@@ -341,7 +344,7 @@ def main():
                                  formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("parts", nargs="*", default=list(PARTS),
                     help=f"parts to run (default: all of {', '.join(PARTS)})")
-    ap.add_argument("--kbuild", default=os.path.join(REPO, "build", "kbuild"))
+    ap.add_argument("--kbuild", default=KBUILD)
     ap.add_argument("--seed", type=int, default=None,
                     help="random: seed (default: a new one, printed)")
     ap.add_argument("--jobs", type=int, default=100000,

@@ -122,7 +122,7 @@ struct mt_job {
 	unsigned long nr_off_node;
 };
 
-int __mt_job_run(struct mt_job *job, struct lock_class_key *keys,
+int __mt_job_run(struct mt_job *job, struct lock_class_key *key,
 		 const char *class_name);
 const char *mt_job_engine_name(enum mt_job_engine engine);
 bool mt_job_may_use_helpers(bool nowait);
@@ -152,9 +152,9 @@ bool mt_job_may_use_helpers(bool nowait);
  */
 #define mt_job_run(job)							\
 ({									\
-	static struct lock_class_key __mt_job_keys[2];			\
+	static struct lock_class_key __mt_job_key;			\
 									\
-	__mt_job_run(job, __mt_job_keys, __func__);			\
+	__mt_job_run(job, &__mt_job_key, __func__);			\
 })
 
 #endif /* _LINUX_MT_JOB_H */

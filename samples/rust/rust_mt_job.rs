@@ -6,20 +6,30 @@
 //! line for each:
 //!
 //! 1. fill a table of 65,536 squares, in chunks aligned to 64 entries and at least 1,024
-//!    entries long, with up to four threads, under a lock class of its own;
+//!    entries long, with up to four threads;
 //! 2. sum the table with by-index affinity: the first half of the table belongs to the node of
 //!    the CPU the module's init runs on, the second half to the next node with CPUs;
 //! 3. a job in which the chunk holding entry 40,000 fails with `ENOSPC`: the error comes back,
 //!    and [`Job::run_and_report`] still reports what the job used.
 //!
+//! [`Job::run_and_report`]: kernel::mt_job::Job::run_and_report
+//!
 //! The last line is "rust_mt_job: all jobs ok"; any wrong result fails the load with `EINVAL`.
 
-use core::sync::atomic::{AtomicU64, Ordering};
-use kernel::c_str;
-use kernel::mt_job::{Affinity, Align, Job};
-use kernel::numa::NodeId;
-use kernel::prelude::*;
-use kernel::workqueue::static_scope_class;
+use core::num::NonZeroUsize;
+use kernel::{
+    alloc::NumaNode,
+    mt_job::{
+        new_job,
+        Affinity,
+        Align, //
+    },
+    prelude::*,
+    sync::atomic::{
+        Atomic,
+        Relaxed, //
+    },
+};
 
 /// Entries of the table.
 const ENTRIES: usize = 65536;
@@ -27,7 +37,7 @@ const ENTRIES: usize = 65536;
 module! {
     type: RustMtJob,
     name: "rust_mt_job",
-    author: "Rust for Linux Contributors",
+    authors: ["Rust for Linux Contributors"],
     description: "Rust multithreaded job sample",
     license: "GPL",
 }
@@ -39,22 +49,20 @@ impl kernel::Module for RustMtJob {
         // 512 KiB: kvmalloc, so that loading the module does not need an order-7 page.
         let mut table = KVVec::with_capacity(ENTRIES, GFP_KERNEL)?;
         for _ in 0..ENTRIES {
-            table.push(AtomicU64::new(0), GFP_KERNEL)?;
+            table.push(Atomic::new(0u64), GFP_KERNEL)?;
         }
+        let four = NonZeroUsize::new(4).ok_or(EINVAL)?;
 
-        // Each chunk writes only its own entries; the closure borrows the table. The job's
-        // helpers run under this call site's lock class, not the one all unnamed jobs share;
-        // its name is a static, so that lockdep sees one name for the class.
-        static FILL: &CStr = c_str!("rust_mt_job_fill");
-        let report = Job::new(0..ENTRIES)?
+        // Each chunk writes only its own entries; the closure borrows the table. `new_job!`
+        // gives the job's helpers and join a lock class of this call site.
+        let report = new_job!(0..ENTRIES, "rust_mt_job_fill")?
             .align(Align::new(64)?)
             .min_chunk(1024)
-            .max_threads(4)?
-            .lock_class(FILL, static_scope_class!())
+            .max_threads(four)
             .run(|chunk| {
                 for i in chunk {
                     let v = i as u64;
-                    table[i].store(v * v, Ordering::Relaxed);
+                    table[i].store(v * v, Relaxed);
                 }
                 Ok(())
             })?;
@@ -65,25 +73,25 @@ impl kernel::Module for RustMtJob {
             report.threads()
         );
 
-        let here = NodeId::current();
-        let there = NodeId::next_with_cpus(Some(here)).unwrap_or(here);
+        let here = NumaNode::current();
+        let there = NumaNode::next_with_cpus(Some(here)).unwrap_or(here);
         let node_of = |i: usize| Some(if i < ENTRIES / 2 { here } else { there });
-        let sum = AtomicU64::new(0);
-        let report = Job::new(0..ENTRIES)?
+        let sum = Atomic::new(0u64);
+        let report = new_job!(0..ENTRIES, "rust_mt_job_sum")?
             .min_chunk(1024)
-            .max_threads(4)?
+            .max_threads(four)
             .affinity(Affinity::ByIndex(&node_of))
             .run(|chunk| {
                 // Relaxed is enough: the job's join orders the fill's stores before these loads
                 // and these adds before the load of the sum below.
-                let part: u64 = chunk.map(|i| table[i].load(Ordering::Relaxed)).sum();
-                sum.fetch_add(part, Ordering::Relaxed);
+                let part: u64 = chunk.map(|i| table[i].load(Relaxed)).sum();
+                sum.add(part, Relaxed);
                 Ok(())
             })?;
         // The sum of the squares below n is (n - 1) n (2n - 1) / 6.
         let n = ENTRIES as u64;
         let expected = (n - 1) * n * (2 * n - 1) / 6;
-        let got = sum.load(Ordering::Relaxed);
+        let got = sum.load(Relaxed);
         pr_info!(
             "summed them on nodes {} and {}: {} chunks, {} threads, {} off their node\n",
             here.as_raw(),
@@ -97,9 +105,9 @@ impl kernel::Module for RustMtJob {
             return Err(EINVAL);
         }
 
-        let (res, report) = Job::new(0..ENTRIES)?
+        let (res, report) = new_job!(0..ENTRIES, "rust_mt_job_fail")?
             .min_chunk(1024)
-            .max_threads(4)?
+            .max_threads(four)
             .run_and_report(|chunk| {
                 if chunk.contains(&40_000) {
                     Err(ENOSPC)

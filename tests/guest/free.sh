@@ -1,12 +1,13 @@
 #!/bin/sh
 # Parallel freeing in the mmu_gather path, run by the guest's init when the
-# kernel command line has mtjob.free=test or mtjob.free=bench (scripts/guest.py
+# kernel command line has mtjob.free=test, quick or bench (scripts/guest.py
 # freetest, freebench).  Each test case prints one line the host checks:
 #   FREECASE <name> rc=<exit code> memfree_before=<kB> memfree_after=<kB>
 #            pf=<parallel flushes> pft=<their threads> pff=<fallbacks>
 #            png=<gathers that did not grow>
 # (the /proc/vmstat tlb_parallel_free* deltas over the case), and first
 #   FREEDEFAULT parallel_free=<sysctl at boot> counters=<sum at boot>
+# mtjob.free=quick runs one case of each kind (see full_case below).
 # The benchmark prints BENCH lines; mtjob.free=hotplug runs teardowns while
 # CPUs go offline and online and prints FREECASE hotplug ... cycles=<N>.
 
@@ -238,9 +239,9 @@ hotplug() {
 
 # The scheduler's events while CPUs go up and down, kept for when a
 # warning fires: traceoff_on_warning stops tracing at the first WARN, so
-# the per-CPU buffers end with what each CPU did just before it (for 6.12's
-# "Dying CPU not properly vacated!", the dl_server timer firing on the
-# dying CPU while its stopper runs).  Printed
+# the per-CPU buffers end with what each CPU did just before it (on the
+# 6.12 base this showed the dl_server timer firing on a dying CPU while its
+# stopper ran, doc/results.md).  Printed
 # only if tracing was turned off, as TRACE lines, the last 300 events of
 # each CPU.
 TRACE=/sys/kernel/tracing
@@ -253,8 +254,7 @@ sched_trace_setup() {
 		echo 1 > $TRACE/events/sched/$e/enable || return 1
 	done
 	# And the deadline timer, which also starts and replenishes the fair
-	# class's dl_server (rq->fair_server): enqueued, that server counts in
-	# rq->nr_running in 6.12 without being a task.
+	# class's dl_server (rq->fair_server).
 	dl=$(awk '$3 == "dl_task_timer" { print $1; exit }' /proc/kallsyms)
 	[ -n "$dl" ] || { echo "free.sh: no dl_task_timer in /proc/kallsyms"; return 1; }
 	for e in hrtimer_start hrtimer_expire_entry; do
@@ -302,40 +302,49 @@ inject() {
 echo "FREEDEFAULT parallel_free=$(cat $VM/parallel_free)" \
 	"counters=$(counters | awk '{ print $1 + $2 + $3 + $4 }')"
 swap_on_zram || echo "free.sh: no swap on zram"
+# mtjob.free=quick ('make check'): the cases run by full_case are left out, so
+# that one case of each kind remains: off by default, the sysctl bounds,
+# below the threshold, munmap() and exit() with and without THP, a COW
+# fork, four of the policies that refuse helpers, OOM mid-teardown and the
+# lowest threshold.  mtjob.free=test ('make check-full') runs every case.
+full_case() {
+	[ "$(arg mtjob.free)" = test ] || return 0
+	run_case "$@"
+}
 case $(arg mtjob.free) in
-test)
+test|quick)
 	# Off (the default): a 2 GiB teardown counts nothing.
 	run_case default-off free_test munmap 2048 0
 	echo 1 > $VM/parallel_free
 	grep -H . $VM/parallel_free*
 	run_case sysctl-bounds sysctl_bounds
 	# Below the default threshold (1 GiB): serial, nothing counted.
-	run_case munmap-64m free_test munmap 64 0
+	full_case munmap-64m free_test munmap 64 0
 	run_case munmap-256m free_test munmap 256 0
-	run_case munmap-512m free_test munmap 512 0
+	full_case munmap-512m free_test munmap 512 0
 	run_case munmap-2g-thp-off free_test munmap 2048 0
-	run_case munmap-2g-thp-on free_test munmap 2048 1
-	run_case exit-2g-thp-off free_test exit 2048 0
+	full_case munmap-2g-thp-on free_test munmap 2048 1
+	full_case exit-2g-thp-off free_test exit 2048 0
 	run_case exit-2g-thp-on free_test exit 2048 1
 	run_case fork-cow-1200m free_test fork 1200
-	run_case swap-2g free_test swap 2048
-	run_case many-3x1200m free_test many 3 1200
-	run_case pressure pressure
+	full_case swap-2g free_test swap 2048
+	full_case many-3x1200m free_test many 3 1200
+	full_case pressure pressure
 	# Tasks that get no helpers: the gather is refused where it would grow
 	# (about 38 MiB in), so 256 MiB shows it.
 	run_case rt free_test rt munmap 256 0
-	run_case sched-idle free_test idle munmap 256 0
-	run_case sched-batch free_test batch munmap 256 0
+	full_case sched-idle free_test idle munmap 256 0
+	full_case sched-batch free_test batch munmap 256 0
 	run_case nice-19 free_test nice19 munmap 256 0
-	run_case taskset-cpu0 taskset 1 free_test munmap 256 0
+	full_case taskset-cpu0 taskset 1 free_test munmap 256 0
 	run_case cgroup-cpu-max in_cgroup limited cpu.max "50000 100000" \
 		free_test munmap 256 0
-	run_case cgroup-cpu-weight-10 in_cgroup light cpu.weight 10 \
+	full_case cgroup-cpu-weight-10 in_cgroup light cpu.weight 10 \
 		free_test munmap 256 0
-	run_case cgroup-cpu-idle in_cgroup idle cpu.idle 1 \
+	full_case cgroup-cpu-idle in_cgroup idle cpu.idle 1 \
 		free_test munmap 256 0
 	run_case busy-cpus on_busy_cpus
-	run_case by-node-off with_sysctl parallel_free_by_node 0 free_test munmap 2048 0
+	full_case by-node-off with_sysctl parallel_free_by_node 0 free_test munmap 2048 0
 	run_case oom-mid-teardown oom_mid_teardown
 	# 60 rounds of 96 MiB (24576 pages): two flushes at the lowest threshold
 	# each, plus a fork and exit every eighth round.

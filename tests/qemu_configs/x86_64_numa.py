@@ -3,13 +3,20 @@
 # uneven CPUs: node 0 has CPU 0, node 1 CPUs 1-3, node 2 memory and no CPU.
 # One socket per CPU: CPUs of one socket share a cache and must share a node.
 # kunit.py passes '-m 1024'; the three memory backends add up to that.
+import os
+
 from ..qemu_config import QemuArchParams
+
+# kunit.py runs 'qemu-system-' + qemu_arch: bin/qemu-system-x86_64-tcg drops
+# the accelerators kunit.py puts before ours (see that script).
+os.environ['PATH'] = (os.path.join(os.path.dirname(os.path.abspath(__file__)), 'bin')
+		      + os.pathsep + os.environ.get('PATH', ''))
 
 QEMU_ARCH = QemuArchParams(linux_arch='x86_64',
 			   kconfig='''
 CONFIG_SERIAL_8250=y
 CONFIG_SERIAL_8250_CONSOLE=y''',
-			   qemu_arch='x86_64',
+			   qemu_arch='x86_64-tcg',
 			   kernel_path='arch/x86/boot/bzImage',
 			   kernel_command_line='console=ttyS0',
 			   extra_qemu_params=[

@@ -4,10 +4,11 @@
 //!
 //! A [`Job`] runs a chunk function over a half-open range of a typed [`Index`], splitting it into
 //! chunks that the calling thread and up to `max_threads - 1` helpers take from a shared cursor.
-//! Helpers are closures spawned on a [`workqueue::scope!`]: on `system_unbound_wq`, or, when the
-//! job has a node [`Affinity`], on `mt_job_node`, an unbound workqueue with strict NUMA affinity,
-//! queued on their node. [`Job::run`] returns only after every helper has finished or was
-//! cancelled before it started, so the chunk function may borrow from the caller's stack; then
+//! Helpers are closures spawned on a [`workqueue::scope!`]: on `system_dfl_wq` (where padata
+//! queues its helpers since b6d02e0e41aa), or, when the job has a node [`Affinity`], on
+//! `mt_job_node`, an unbound workqueue with strict NUMA affinity, queued on their node.
+//! [`Job::run`] returns only after every helper has finished or was cancelled before it started,
+//! so the chunk function may borrow from the caller's stack; then
 //! the calling thread runs any chunk still left, so a job that returns `Ok` ran every index,
 //! whatever helper allocation, CPU hotplug or node state did meanwhile. A job of one thread is
 //! one chunk, the whole range; unless it is an [`Affinity::Node`] job of another node, the calling
@@ -29,50 +30,103 @@
 //!
 //! C header: [`include/linux/mt_job.h`](srctree/include/linux/mt_job.h)
 //!
+//! Each call site has a lock class of its own, made by [`new_job!`]: the helpers run under it and
+//! the wait for them acquires it, so lockdep reports a caller that waits while holding a lock its
+//! chunks take, without relating unrelated callers' locks to each other.
+//!
 //! # Examples
 //!
 //! ```
-//! use core::sync::atomic::{AtomicU64, Ordering};
-//! use kernel::mt_job::{Align, Job};
+//! use core::num::NonZeroUsize;
+//! use kernel::mt_job::{new_job, Align};
+//! use kernel::sync::atomic::{Atomic, Relaxed};
 //!
 //! // Sum 0..100_000 in chunks that start on multiples of 64, with up to four threads.
-//! let sum = AtomicU64::new(0);
-//! let report = Job::new(0u64..100_000)?
+//! let sum = Atomic::new(0u64);
+//! let report = new_job!(0u64..100_000)?
 //!     .align(Align::new(64)?)
 //!     .min_chunk(1024)
-//!     .max_threads(4)?
+//!     .max_threads(NonZeroUsize::new(4).ok_or(EINVAL)?)
 //!     .run(|chunk| {
-//!         sum.fetch_add(chunk.sum::<u64>(), Ordering::Relaxed);
+//!         sum.add(chunk.sum::<u64>(), Relaxed);
 //!         Ok(())
 //!     })?;
-//! assert_eq!(sum.load(Ordering::Relaxed), 99_999 * 100_000 / 2);
+//! assert_eq!(sum.load(Relaxed), 99_999 * 100_000 / 2);
 //! assert!(report.threads() >= 1 && report.threads() <= 4);
 //! # Ok::<(), Error>(())
 //! ```
 
 use crate::{
-    alloc::{flags::GFP_KERNEL, Flags},
-    error::{code::EINVAL, Error, Result},
-    numa::NodeId,
+    alloc::{
+        flags::GFP_KERNEL,
+        Flags,
+        NumaNode, //
+    },
+    cpu::CpuId,
     page::Pfn,
+    prelude::*,
     str::CStr,
-    workqueue::{scope_with_class, ScopeClass},
+    sync::{
+        atomic::{
+            Atomic,
+            Relaxed, //
+        },
+        LockClassKey, //
+    },
+    workqueue::scope_with_key,
 };
 use core::{
     marker::PhantomData,
-    ops::Range,
-    sync::atomic::{AtomicI32, AtomicUsize, Ordering},
+    num::NonZeroUsize,
+    ops::Range, //
 };
 
 mod plan;
 mod shared;
+#[cfg(CONFIG_RUST_MT_JOB_KUNIT_TEST)]
+mod tests;
 
-use plan::{Plan, Segment};
+use plan::{
+    Plan,
+    Segment, //
+};
 #[cfg(CONFIG_MT_JOB_KUNIT_TEST)]
 #[doc(hidden)]
 pub use shared::fail_helper;
 pub use shared::prepare_node_workqueue;
 use shared::Shared;
+
+/// Returns a [`Job`] over `range` whose helpers and join use a lock class of the call site,
+/// named after it (`file:line`) or as given.
+///
+/// # Examples
+///
+/// ```
+/// use kernel::mt_job::new_job;
+///
+/// let report = new_job!(0usize..64, "doc_job")?.run(|_| Ok(()))?;
+/// assert_eq!(report.chunks(), 1);
+/// # Ok::<(), Error>(())
+/// ```
+#[macro_export]
+macro_rules! new_job {
+    ($range:expr $(, $name:literal)? $(,)?) => {{
+        // A static, so that the name has one address however often the call site is inlined or
+        // monomorphised: lockdep compares a class's names by address.
+        static NAME: &$crate::str::CStr = $crate::optional_name!($($name)?);
+        $crate::mt_job::Job::new($range, NAME, $crate::static_lock_class!())
+    }};
+}
+pub use new_job;
+
+/// Returns whether the caller runs on one of the CPUs of `node` ([`NumaNode::cpumask`]).
+///
+/// Under NUMA emulation (`numa=fake=`) a CPU is one of every emulated node of its physical
+/// node. The caller may move right after: a placement hint.
+fn on_node(node: NumaNode) -> bool {
+    node.cpumask()
+        .is_some_and(|mask| mask.test(CpuId::current()))
+}
 
 /// An index type a [`Job`] can range over.
 ///
@@ -186,16 +240,17 @@ impl Align {
 /// # Examples
 ///
 /// ```
-/// use kernel::mt_job::{Affinity, Job};
-/// use kernel::numa::NodeId;
+/// use core::num::NonZeroUsize;
+/// use kernel::alloc::NumaNode;
+/// use kernel::mt_job::{new_job, Affinity};
 /// use kernel::page::Pfn;
 ///
 /// // Pretend the first half of the pfns is on the caller's node and the rest on another.
-/// let here = NodeId::current();
-/// let other = NodeId::next_with_cpus(Some(here));
+/// let here = NumaNode::current();
+/// let other = NumaNode::next_with_cpus(Some(here));
 /// let node_of = |pfn: Pfn| if pfn.as_usize() < 512 { Some(here) } else { other };
-/// let report = Job::new(Pfn::new(0)..Pfn::new(1024))?
-///     .max_threads(2)?
+/// let report = new_job!(Pfn::new(0)..Pfn::new(1024))?
+///     .max_threads(NonZeroUsize::new(2).ok_or(EINVAL)?)
 ///     .affinity(Affinity::ByIndex(&node_of))
 ///     .run(|_pfns| Ok(()))?;
 /// assert!(report.threads() <= 2);
@@ -207,23 +262,24 @@ pub enum Affinity<'a, I> {
     /// Helpers are spread round-robin over the nodes with CPUs, like padata's `numa_aware`.
     Interleave,
     /// All helpers are queued on this node. The calling thread takes chunks only if it runs on a
-    /// CPU of that node ([`NodeId::has_current_cpu`]: under `numa=fake=` a CPU of every emulated
-    /// node of its physical node), if the node has no CPU ([`NodeId::has_cpus`]), or if the job
+    /// CPU of that node (one of [`NumaNode::cpumask`]: under `numa=fake=` a CPU of every emulated
+    /// node of its physical node), if the node has no CPU ([`NumaNode::has_cpus`]), or if the job
     /// may not wait for helpers: allocation flags without `GFP_KERNEL` (see
     /// [`Job::alloc_flags`]), a job run from a work item, or a calling thread with `PF_MEMALLOC`
     /// set ([`Scope::may_wait`]). The job uses at most as many threads as the node has online
     /// CPUs.
     ///
     /// [`Scope::may_wait`]: crate::workqueue::Scope::may_wait
-    Node(NodeId),
-    /// The closure tells the node of an index (`None`: no node). The range is cut into
+    Node(NumaNode),
+    /// The closure tells the node of an index (`None`, or a node that is not possible such as
+    /// [`NumaNode::NO_NODE`]: no node). The range is cut into
     /// segments of chunks whose first index is on the same node; helpers are queued on those
     /// nodes, take the chunks of their own node first and then help with the others. The
     /// closure is called once per chunk before any chunk runs.
-    ByIndex(&'a (dyn Fn(I) -> Option<NodeId> + Sync)),
+    ByIndex(&'a (dyn Fn(I) -> Option<NumaNode> + Sync)),
     /// Like [`Affinity::ByIndex`], but a thread takes only the chunks of the node it works for:
     /// the chunks of node N run on a helper queued on node N, or on the caller if
-    /// [`NodeId::current`] is N. Chunks of no node (`None`), of a node without CPUs, or of a node
+    /// [`NumaNode::current`] is N. Chunks of no node (`None`), of a node without CPUs, or of a node
     /// no helper was queued for (when `max_threads` is below the number of nodes, or a helper
     /// could not be allocated) run on the caller. A caller on a node without chunks, in a job
     /// whose threads suffice for a helper on each node of its chunks (all with CPUs), does not
@@ -232,7 +288,7 @@ pub enum Affinity<'a, I> {
     /// Placement is best effort: whatever a helper could not do (it was cancelled, or its node
     /// lost its CPUs) the caller runs after the helpers finished, and [`Report::off_node`]
     /// counts it.
-    ByIndexStrict(&'a (dyn Fn(I) -> Option<NodeId> + Sync)),
+    ByIndexStrict(&'a (dyn Fn(I) -> Option<NumaNode> + Sync)),
 }
 
 /// What a finished [`Job`] used.
@@ -240,13 +296,15 @@ pub enum Affinity<'a, I> {
 /// # Examples
 ///
 /// ```
-/// use kernel::mt_job::Job;
+/// use core::num::NonZeroUsize;
+/// use kernel::mt_job::new_job;
 ///
 /// // Two threads cut 1000 indices into 8 chunks of 125 (four chunks per thread, each at least
 /// // `min_chunk`), if there are two CPUs; one thread runs the range as one chunk.
-/// let report = Job::new(0usize..1000)?.min_chunk(100).max_threads(2)?.run(|_| Ok(()))?;
+/// let two = NonZeroUsize::new(2).ok_or(EINVAL)?;
+/// let report = new_job!(0usize..1000)?.min_chunk(100).max_threads(two).run(|_| Ok(()))?;
 /// assert!(report.chunks() == 8 || (report.threads() == 1 && report.chunks() == 1));
-/// let report = Job::new(0usize..1000)?.min_chunk(100).run(|_| Ok(()))?;
+/// let report = new_job!(0usize..1000)?.min_chunk(100).run(|_| Ok(()))?;
 /// assert_eq!(report.threads(), 1);
 /// assert_eq!(report.chunks(), 1);
 /// # Ok::<(), Error>(())
@@ -272,7 +330,7 @@ impl Report {
 
     /// Returns the number of chunks that have a node (by-index affinities, or
     /// [`Affinity::Node`]) and ran on a CPU that is not one of that node's
-    /// ([`NodeId::has_current_cpu`]) when the chunk started.
+    /// ([`NumaNode::cpumask`]) when the chunk started.
     pub fn off_node(&self) -> usize {
         self.off_node
     }
@@ -280,25 +338,30 @@ impl Report {
 
 /// A multithreaded job over the half-open range `start..end` of an [`Index`].
 ///
-/// Built with [`Job::new`] and the setters, run with [`Job::run`]. By default there is no
-/// alignment, no minimum chunk size, a single thread and no affinity.
+/// Built with [`new_job!`] (or [`Job::new`]) and the setters, run with [`Job::run`]. By default
+/// there is no alignment, no minimum chunk size, a single thread and no affinity.
 ///
 /// # Invariants
 ///
-/// `self.start <= self.end` and `self.max_threads >= 1`.
+/// `self.start <= self.end`.
 pub struct Job<'a, I: Index> {
     start: u64,
     end: u64,
     align: Align,
     min_chunk: u64,
-    max_threads: usize,
+    max_threads: NonZeroUsize,
     affinity: Affinity<'a, I>,
     alloc_flags: Flags,
-    class: Option<(&'static CStr, &'static ScopeClass)>,
+    name: &'static CStr,
+    key: Pin<&'static LockClassKey>,
 }
 
 impl<'a, I: Index> Job<'a, I> {
-    /// Returns a job over `range`, with one thread.
+    /// Returns a job over `range`, with one thread, whose helpers run under the lock class `key`
+    /// named `name` and whose join acquires it (see [`workqueue::scope_with_key`]); [`new_job!`]
+    /// makes both for the call site. `name` must be the same pointer for every job of `key`.
+    ///
+    /// [`workqueue::scope_with_key`]: crate::workqueue::scope_with_key
     ///
     /// # Errors
     ///
@@ -307,29 +370,34 @@ impl<'a, I: Index> Job<'a, I> {
     /// # Examples
     ///
     /// ```
-    /// use kernel::mt_job::Job;
+    /// use kernel::mt_job::new_job;
     ///
-    /// assert!(Job::new(core::ops::Range { start: 10usize, end: 5 }).is_err());
+    /// assert!(new_job!(core::ops::Range { start: 10usize, end: 5 }).is_err());
     /// // An empty range is valid; the chunk function is never called.
-    /// let report = Job::new(5usize..5)?.run(|_| Err(EIO))?;
+    /// let report = new_job!(5usize..5)?.run(|_| Err(EIO))?;
     /// assert_eq!(report.chunks(), 0);
     /// # Ok::<(), Error>(())
     /// ```
-    pub fn new(range: Range<I>) -> Result<Self> {
+    pub fn new(
+        range: Range<I>,
+        name: &'static CStr,
+        key: Pin<&'static LockClassKey>,
+    ) -> Result<Self> {
         let (start, end) = (range.start.into_u64(), range.end.into_u64());
         if start > end {
             return Err(EINVAL);
         }
-        // INVARIANT: `start <= end` was checked and `max_threads` is 1.
+        // INVARIANT: `start <= end` was checked.
         Ok(Self {
             start,
             end,
             align: Align::ONE,
             min_chunk: 0,
-            max_threads: 1,
+            max_threads: NonZeroUsize::MIN,
             affinity: Affinity::None,
             alloc_flags: GFP_KERNEL,
-            class: None,
+            name,
+            key,
         })
     }
 
@@ -339,14 +407,15 @@ impl<'a, I: Index> Job<'a, I> {
     /// # Examples
     ///
     /// ```
-    /// use kernel::mt_job::{Align, Job};
+    /// use core::num::NonZeroUsize;
+    /// use kernel::mt_job::{new_job, Align};
     /// use kernel::page::Pfn;
     /// use kernel::sync::{new_spinlock, Arc};
     ///
     /// let bad = Arc::pin_init(new_spinlock!(0usize), GFP_KERNEL)?;
-    /// Job::new(Pfn::new(1000)..Pfn::new(100_000))?
+    /// new_job!(Pfn::new(1000)..Pfn::new(100_000))?
     ///     .align(Align::new(512)?)
-    ///     .max_threads(4)?
+    ///     .max_threads(NonZeroUsize::new(4).ok_or(EINVAL)?)
     ///     .run(|pfns| {
     ///         let inner = |p: Pfn| p != Pfn::new(1000) && p != Pfn::new(100_000);
     ///         for p in [pfns.start, pfns.end] {
@@ -370,10 +439,12 @@ impl<'a, I: Index> Job<'a, I> {
     /// # Examples
     ///
     /// ```
-    /// use kernel::mt_job::Job;
+    /// use core::num::NonZeroUsize;
+    /// use kernel::mt_job::new_job;
     ///
     /// // 100 indices with a minimum of 40 cannot make more than 3 chunks.
-    /// let report = Job::new(0u64..100)?.min_chunk(40).max_threads(8)?.run(|_| Ok(()))?;
+    /// let eight = NonZeroUsize::new(8).ok_or(EINVAL)?;
+    /// let report = new_job!(0u64..100)?.min_chunk(40).max_threads(eight).run(|_| Ok(()))?;
     /// assert!(report.chunks() <= 3);
     /// # Ok::<(), Error>(())
     /// ```
@@ -384,26 +455,9 @@ impl<'a, I: Index> Job<'a, I> {
 
     /// Sets the maximum number of threads working at once, the calling thread included. A job
     /// never uses more threads than there are online CPUs.
-    ///
-    /// # Errors
-    ///
-    /// Returns [`EINVAL`] if `max_threads` is zero.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use kernel::mt_job::Job;
-    ///
-    /// assert!(Job::new(0u64..10)?.max_threads(0).is_err());
-    /// # Ok::<(), Error>(())
-    /// ```
-    pub fn max_threads(mut self, max_threads: usize) -> Result<Self> {
-        if max_threads == 0 {
-            return Err(EINVAL);
-        }
-        // INVARIANT: checked just above.
+    pub fn max_threads(mut self, max_threads: NonZeroUsize) -> Self {
         self.max_threads = max_threads;
-        Ok(self)
+        self
     }
 
     /// Sets the node affinity of the helpers.
@@ -411,22 +465,23 @@ impl<'a, I: Index> Job<'a, I> {
     /// # Examples
     ///
     /// ```
-    /// use core::sync::atomic::{AtomicUsize, Ordering};
-    /// use kernel::mt_job::{Affinity, Job};
-    /// use kernel::numa::NodeId;
+    /// use core::num::NonZeroUsize;
+    /// use kernel::alloc::NumaNode;
+    /// use kernel::mt_job::{new_job, Affinity};
+    /// use kernel::sync::atomic::{Atomic, Relaxed};
     ///
     /// // Helpers go to the caller's node; the job uses no more threads than it has CPUs.
-    /// let here = NodeId::current();
-    /// let chunks = AtomicUsize::new(0);
-    /// let report = Job::new(0usize..4096)?
-    ///     .max_threads(64)?
+    /// let here = NumaNode::current();
+    /// let chunks = Atomic::new(0usize);
+    /// let report = new_job!(0usize..4096)?
+    ///     .max_threads(NonZeroUsize::new(64).ok_or(EINVAL)?)
     ///     .affinity(Affinity::Node(here))
     ///     .run(|_| {
-    ///         chunks.fetch_add(1, Ordering::Relaxed);
+    ///         chunks.add(1, Relaxed);
     ///         Ok(())
     ///     })?;
-    /// assert!(report.threads() <= here.nr_cpus());
-    /// assert_eq!(chunks.load(Ordering::Relaxed), report.chunks());
+    /// assert!(report.threads() <= here.nr_cpus() as usize);
+    /// assert_eq!(chunks.load(Relaxed), report.chunks());
     /// # Ok::<(), Error>(())
     /// ```
     pub fn affinity(mut self, affinity: Affinity<'a, I>) -> Self {
@@ -450,11 +505,12 @@ impl<'a, I: Index> Job<'a, I> {
     /// # Examples
     ///
     /// ```
+    /// use core::num::NonZeroUsize;
     /// use kernel::alloc::flags::{GFP_NOWAIT, __GFP_NOWARN};
-    /// use kernel::mt_job::Job;
+    /// use kernel::mt_job::new_job;
     ///
-    /// let report = Job::new(0usize..64)?
-    ///     .max_threads(2)?
+    /// let report = new_job!(0usize..64)?
+    ///     .max_threads(NonZeroUsize::new(2).ok_or(EINVAL)?)
     ///     .alloc_flags(GFP_NOWAIT | __GFP_NOWARN)
     ///     .run(|_| Ok(()))?;
     /// assert!(report.threads() >= 1 && report.threads() <= 2);
@@ -462,33 +518,6 @@ impl<'a, I: Index> Job<'a, I> {
     /// ```
     pub fn alloc_flags(mut self, flags: Flags) -> Self {
         self.alloc_flags = flags;
-        self
-    }
-
-    /// Sets the lock class (and its name) the job's helpers run under and its join acquires; see
-    /// [`workqueue::scope_with_class`]. By default all jobs share one class named `mt_job`, so
-    /// lockdep relates the locks held around one caller's job to those taken in another
-    /// caller's chunks; a caller whose chunks or context differ gives its own class. `name` must
-    /// be the same pointer for every job of `class`: the value of a `static`, as below.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use kernel::{c_str, mt_job::Job, static_scope_class, str::CStr};
-    ///
-    /// static NAME: &CStr = c_str!("doc_job");
-    /// let report = Job::new(0usize..64)?
-    ///     .max_threads(2)?
-    ///     .lock_class(NAME, static_scope_class!())
-    ///     .run(|_| Ok(()))?;
-    /// // Eight chunks for two threads; one for one thread (a machine with one CPU).
-    /// assert!(report.chunks() == 8 || report.chunks() == 1);
-    /// # Ok::<(), Error>(())
-    /// ```
-    ///
-    /// [`workqueue::scope_with_class`]: crate::workqueue::scope_with_class
-    pub fn lock_class(mut self, name: &'static CStr, class: &'static ScopeClass) -> Self {
-        self.class = Some((name, class));
         self
     }
 
@@ -509,9 +538,11 @@ impl<'a, I: Index> Job<'a, I> {
     /// # Examples
     ///
     /// ```
-    /// use kernel::mt_job::Job;
+    /// use core::num::NonZeroUsize;
+    /// use kernel::mt_job::new_job;
     ///
-    /// let res = Job::new(0usize..1000)?.max_threads(2)?.min_chunk(100).run(|chunk| {
+    /// let two = NonZeroUsize::new(2).ok_or(EINVAL)?;
+    /// let res = new_job!(0usize..1000)?.max_threads(two).min_chunk(100).run(|chunk| {
     ///     if chunk.contains(&450) { Err(ENOSPC) } else { Ok(()) }
     /// });
     /// assert_eq!(res, Err(ENOSPC));
@@ -530,9 +561,9 @@ impl<'a, I: Index> Job<'a, I> {
     /// # Examples
     ///
     /// ```
-    /// use kernel::mt_job::Job;
+    /// use kernel::mt_job::new_job;
     ///
-    /// let (res, report) = Job::new(0usize..1000)?.min_chunk(100).run_and_report(|chunk| {
+    /// let (res, report) = new_job!(0usize..1000)?.min_chunk(100).run_and_report(|chunk| {
     ///     if chunk.contains(&450) { Err(EIO) } else { Ok(()) }
     /// });
     /// assert_eq!(res, Err(EIO));
@@ -557,7 +588,7 @@ impl<'a, I: Index> Job<'a, I> {
         // A job of one thread that the calling thread may run needs no helper and no segments:
         // one call, as padata runs a job of one thread. A `Node` job of another node goes on
         // below, to a helper on that node.
-        if plan.threads == 1 && node.map_or(true, |n| n.has_current_cpu()) {
+        if plan.threads == 1 && node.is_none_or(on_node) {
             return self.run_alone(&plan, &f);
         }
         let whole = [Segment::new(0, plan.chunks, node)];
@@ -573,17 +604,17 @@ impl<'a, I: Index> Job<'a, I> {
             segments,
             strict: matches!(self.affinity, Affinity::ByIndexStrict(_)),
             f: &f,
-            error: AtomicI32::new(0),
-            off_node: AtomicUsize::new(0),
+            error: Atomic::new(0),
+            off_node: Atomic::new(0),
             _index: PhantomData,
         };
-        let threads = shared.run(&self.affinity, self.alloc_flags, self.class);
+        let threads = shared.run(&self.affinity, self.alloc_flags, self.name, self.key);
         let report = Report {
             threads,
             chunks: plan.chunks,
-            off_node: shared.off_node.load(Ordering::Relaxed),
+            off_node: shared.off_node.load(Relaxed),
         };
-        match shared.error.load(Ordering::Relaxed) {
+        match shared.error.load(Relaxed) {
             0 => (Ok(()), report),
             errno => (Err(Error::from_errno(errno)), report),
         }
@@ -603,15 +634,16 @@ impl<'a, I: Index> Job<'a, I> {
         let node = match self.affinity {
             Affinity::Node(node) => Some(node),
             Affinity::ByIndex(node_of) | Affinity::ByIndexStrict(node_of) => {
-                node_of(I::from_u64(r.start))
+                node_of(I::from_u64(r.start)).filter(|n| n.is_possible())
             }
             Affinity::None | Affinity::Interleave => None,
         };
         // As the threads of a larger job count it, when the chunk starts.
-        let off_node = usize::from(node.is_some_and(|n| !n.has_current_cpu()));
+        let off_node = usize::from(node.is_some_and(|n| !on_node(n)));
         let res = if cfg!(CONFIG_LOCKDEP) {
-            let (name, class) = shared::scope_class(self.class);
-            scope_with_class(name, class, |_| f(I::from_u64(r.start)..I::from_u64(r.end)))
+            scope_with_key(self.name, self.key, |_| {
+                f(I::from_u64(r.start)..I::from_u64(r.end))
+            })
         } else {
             f(I::from_u64(r.start)..I::from_u64(r.end))
         };

@@ -2,12 +2,21 @@
 
 //! How a job is cut into chunks, threads and per-node segments.
 
-use super::{Affinity, Index, Job};
-use crate::{alloc::Flags, alloc::KVec, bindings, numa::NodeId};
-use core::{
-    ops::Range,
-    sync::atomic::{AtomicBool, AtomicUsize},
+use super::{
+    Affinity,
+    Index,
+    Job, //
 };
+use crate::{
+    alloc::{
+        Flags,
+        KVec,
+        NumaNode, //
+    },
+    cpumask::Cpumask,
+    sync::atomic::Atomic,
+};
+use core::ops::Range;
 
 /// Chunks per thread the range is cut into, so that threads finishing early can balance the
 /// load. The value is padata's `load_balance_factor` (commit 004ed42638f4, "padata: add basic
@@ -51,13 +60,15 @@ impl Plan {
         let unit = job.min_chunk.max(align);
         // Like padata, whose pool of helpers has one per possible CPU, no more threads than CPUs:
         // more would only take turns, and would cost helper allocations.
-        // SAFETY: `num_online_cpus()` has no preconditions.
-        let cpus = unsafe { bindings::num_online_cpus() }.max(1) as u64;
-        let mut threads = (size / unit).max(1).min(job.max_threads as u64).min(cpus);
+        let cpus = u64::from(Cpumask::online().weight().max(1));
+        let mut threads = (size / unit)
+            .max(1)
+            .min(job.max_threads.get() as u64)
+            .min(cpus);
         if let Affinity::Node(node) = job.affinity {
             // Helpers only run on the node's CPUs: more threads than it has CPUs would only
             // take turns on them.
-            threads = threads.min(node.nr_cpus().max(1) as u64);
+            threads = threads.min(u64::from(node.nr_cpus().max(1)));
         }
         if !cfg!(CONFIG_SMP) {
             threads = 1;
@@ -110,17 +121,18 @@ impl Plan {
         lo..lo.saturating_add(self.chunk).min(self.end)
     }
 
-    /// Cuts the chunks into runs whose first index is on the same node.
+    /// Cuts the chunks into runs whose first index is on the same node; a node that is not
+    /// possible counts as none.
     ///
     /// Returns `None` if the segments cannot be allocated; the job then has one segment.
     pub(super) fn segments<I: Index>(
         &self,
-        node_of: &(dyn Fn(I) -> Option<NodeId> + Sync),
+        node_of: &(dyn Fn(I) -> Option<NumaNode> + Sync),
         flags: Flags,
     ) -> Option<KVec<Segment>> {
         let mut segs = KVec::<Segment>::new();
         for k in 0..self.chunks {
-            let node = node_of(I::from_u64(self.range(k).start));
+            let node = node_of(I::from_u64(self.range(k).start)).filter(|n| n.is_possible());
             match segs.last_mut() {
                 Some(last) if last.node == node => last.end += 1,
                 _ => segs.push(Segment::new(k, k + 1, node), flags).ok()?,
@@ -135,22 +147,18 @@ pub(super) struct Segment {
     pub(super) start: usize,
     pub(super) end: usize,
     /// The node of the segment's indices, if they have one.
-    pub(super) node: Option<NodeId>,
+    pub(super) node: Option<NumaNode>,
     /// The position of the next chunk to hand out, relative to `start`; may run past the end.
-    pub(super) next: AtomicUsize,
-    /// Whether a helper working for `node` was queued. Set by the calling thread before it
-    /// takes chunks itself; read only by the calling thread.
-    pub(super) helper: AtomicBool,
+    pub(super) next: Atomic<usize>,
 }
 
 impl Segment {
-    pub(super) fn new(start: usize, end: usize, node: Option<NodeId>) -> Self {
+    pub(super) fn new(start: usize, end: usize, node: Option<NumaNode>) -> Self {
         Self {
             start,
             end,
             node,
-            next: AtomicUsize::new(0),
-            helper: AtomicBool::new(false),
+            next: Atomic::new(0),
         }
     }
 

@@ -4,34 +4,79 @@
 //! chunks.
 
 use super::{
-    plan::{Plan, Segment},
-    Affinity, Index,
+    on_node,
+    plan::{
+        Plan,
+        Segment, //
+    },
+    Affinity,
+    Index, //
 };
 use crate::{
-    alloc::{flags::GFP_KERNEL, Flags},
-    bindings, c_str,
-    error::Result,
-    numa::NodeId,
-    static_scope_class,
+    alloc::{
+        flags::GFP_KERNEL,
+        Flags,
+        NumaNode, //
+    },
+    bindings,
+    prelude::*,
     str::CStr,
-    workqueue::{self, scope_with_class, Queue, ScopeClass},
+    sync::{
+        atomic::{
+            Atomic,
+            Relaxed, //
+        },
+        LockClassKey,
+        SetOnce, //
+    },
+    workqueue::{
+        self,
+        scope_with_key,
+        OwnedQueue,
+        Queue,
+        QueueFlags, //
+    },
 };
 use core::{
     marker::PhantomData,
-    ops::Range,
-    sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicUsize, Ordering},
+    ops::Range, //
 };
 
 /// Which chunks a thread may take.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Role {
+#[derive(Clone, Copy)]
+enum Role<'a> {
     /// A helper: its node's segments first; in a strict job nothing else.
     Helper,
     /// The calling thread while helpers run: its node's segments first; in a strict job then
-    /// the segments no helper was queued for.
-    Caller,
+    /// the segments of nodes no helper was queued for (`helpers`).
+    Caller { helpers: &'a NodeSet },
     /// The calling thread after every helper finished or was cancelled: everything left.
     Sweep,
+}
+
+/// A set of possible nodes, a bitmap of `MAX_NUMNODES` bits.
+struct NodeSet([usize; NODE_WORDS]);
+
+const NODE_WORDS: usize = (bindings::MAX_NUMNODES as usize).div_ceil(usize::BITS as usize);
+
+impl NodeSet {
+    fn new() -> Self {
+        Self([0; NODE_WORDS])
+    }
+
+    /// Adds `node`, which must be possible (so in `0..MAX_NUMNODES`); returns whether it was new.
+    fn insert(&mut self, node: NumaNode) -> bool {
+        let n = node.as_raw() as usize;
+        let (w, b) = (n / usize::BITS as usize, 1 << (n % usize::BITS as usize));
+        let new = self.0[w] & b == 0;
+        self.0[w] |= b;
+        new
+    }
+
+    fn contains(&self, node: NumaNode) -> bool {
+        let n = node.as_raw() as usize;
+        self.0[n / usize::BITS as usize] & (1 << (n % usize::BITS as usize)) != 0
+    }
 }
 
 /// What a job's threads share; it lives on the calling thread's stack.
@@ -45,20 +90,20 @@ pub(super) struct Shared<'s, I, F> {
     pub(super) strict: bool,
     pub(super) f: &'s F,
     /// The errno of the first failed chunk, or 0.
-    pub(super) error: AtomicI32,
+    pub(super) error: Atomic<i32>,
     /// Chunks with a node that started on a CPU not in that node's `cpumask_of_node()`.
-    pub(super) off_node: AtomicUsize,
+    pub(super) off_node: Atomic<usize>,
     pub(super) _index: PhantomData<fn(I)>,
 }
 
 /// The node the last interleaved helper was queued on, a hint shared by all jobs so that
 /// concurrent jobs start on different nodes, as padata's `last_used_nid`.
-static LAST_INTERLEAVE_NODE: AtomicI32 = AtomicI32::new(-1);
+static LAST_INTERLEAVE_NODE: Atomic<i32> = Atomic::new(-1);
 
 impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
     /// Takes chunks as `role` allows until none is left or one failed; `home` is the node the
     /// thread works for. Returns the number of chunks it ran.
-    fn work(&self, home: Option<NodeId>, role: Role) -> usize {
+    fn work(&self, home: Option<NumaNode>, role: Role<'_>) -> usize {
         let mut ran = 0;
         if let Some(home) = home {
             for seg in self.segments.iter().filter(|s| s.node == Some(home)) {
@@ -72,7 +117,7 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
                 (false, _) | (true, Role::Sweep) => true,
                 (true, Role::Helper) => false,
                 // Segments without a node, or whose node got no helper.
-                (true, Role::Caller) => !seg.helper.load(Ordering::Relaxed),
+                (true, Role::Caller { helpers }) => !seg.node.is_some_and(|n| helpers.contains(n)),
             };
             if take && !self.drain(seg, &mut ran) {
                 break;
@@ -85,75 +130,75 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
     /// once the job failed.
     fn drain(&self, seg: &Segment, ran: &mut usize) -> bool {
         loop {
-            if self.error.load(Ordering::Relaxed) != 0 {
+            if self.error.load(Relaxed) != 0 {
                 return false;
             }
             // Only the claim is ordered here: chunks do not publish data to each other, and the
             // join orders everything the helpers did before the calling thread goes on.
-            let k = seg.next.fetch_add(1, Ordering::Relaxed);
+            let k = seg.next.fetch_add(1, Relaxed);
             if k >= seg.len() {
                 return true;
             }
             if let Some(node) = seg.node {
-                if !node.has_current_cpu() {
-                    self.off_node.fetch_add(1, Ordering::Relaxed);
+                if !on_node(node) {
+                    self.off_node.add(1, Relaxed);
                 }
             }
             let r = self.plan.range(seg.start + k);
             *ran += 1;
             if let Err(e) = (self.f)(I::from_u64(r.start)..I::from_u64(r.end)) {
-                let _ = self.error.compare_exchange(
-                    0,
-                    e.to_errno(),
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                );
+                let _ = self.error.cmpxchg(0, e.to_errno(), Relaxed);
                 return false;
             }
         }
     }
 
-    /// Returns whether, in a strict job, no chunk is on node `me` and the job's threads suffice
-    /// for one helper on every node of its chunks, all of which have CPUs.
-    fn helpers_cover_all(&self, me: NodeId) -> bool {
-        let mut nodes = 0;
-        for (i, seg) in self.segments.iter().enumerate() {
+    /// Returns the nodes of the segments, and whether the job's threads suffice for one helper
+    /// on each of them, all of which have CPUs, none is `me`, and no segment is without a node.
+    fn segment_nodes(&self, me: NumaNode) -> (NodeSet, bool) {
+        let mut nodes = NodeSet::new();
+        let mut count = 0;
+        let mut coverable = true;
+        for seg in self.segments {
             match seg.node {
-                Some(n) if n != me && n.has_cpus() => {
-                    // Counted at its first segment only.
-                    if !self.segments[..i].iter().any(|s| s.node == seg.node) {
-                        nodes += 1;
-                    }
+                Some(n) => {
+                    coverable &= n != me && n.has_cpus();
+                    count += usize::from(nodes.insert(n));
                 }
-                _ => return false,
+                None => coverable = false,
             }
         }
-        nodes <= self.plan.threads
+        (nodes, coverable && count <= self.plan.threads)
     }
 
-    /// Picks the node of the next helper's work item; `None` queues it on any CPU.
-    fn helper_node(&self, affinity: &Affinity<'_, I>, prev: &mut Option<NodeId>) -> Option<NodeId> {
+    /// Picks the node of the next helper's work item; `None` queues it on any CPU. `nodes` are
+    /// the nodes of the segments.
+    fn helper_node(
+        affinity: &Affinity<'_, I>,
+        nodes: &NodeSet,
+        prev: &mut Option<NumaNode>,
+    ) -> Option<NumaNode> {
         match affinity {
             Affinity::None => None,
             Affinity::Node(node) => Some(*node),
             Affinity::Interleave => {
-                let last = NodeId::new(LAST_INTERLEAVE_NODE.load(Ordering::Relaxed)).ok();
-                let next = NodeId::next_with_cpus(last)?;
-                LAST_INTERLEAVE_NODE.store(next.as_raw(), Ordering::Relaxed);
+                let last = NumaNode::new(LAST_INTERLEAVE_NODE.load(Relaxed)).ok();
+                let next = NumaNode::next_with_cpus(last)?;
+                LAST_INTERLEAVE_NODE.store(next.as_raw(), Relaxed);
                 Some(next)
             }
             Affinity::ByIndex(_) | Affinity::ByIndexStrict(_) => {
                 // Round-robin over the nodes with CPUs that own a segment, after `prev`. One lap
                 // of the ring, and no more than `MAX_NUMNODES` steps: CPU hotplug may take
                 // `first` out of the ring meanwhile, and the walk would never come back to it.
-                let first = NodeId::next_with_cpus(*prev)?;
+                let first = NumaNode::next_with_cpus(*prev)?;
                 let mut node = first;
                 for _ in 0..bindings::MAX_NUMNODES {
-                    if self.segments.iter().any(|s| s.node == Some(node)) {
+                    if nodes.contains(node) {
                         *prev = Some(node);
                         return Some(node);
                     }
-                    node = NodeId::next_with_cpus(Some(node))?;
+                    node = NumaNode::next_with_cpus(Some(node))?;
                     if node == first {
                         break;
                     }
@@ -171,12 +216,13 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
         &self,
         affinity: &Affinity<'_, I>,
         flags: Flags,
-        class: Option<(&'static CStr, &'static ScopeClass)>,
+        name: &'static CStr,
+        key: Pin<&'static LockClassKey>,
     ) -> usize {
-        let me = NodeId::current();
-        let (name, class) = scope_class(class);
+        let me = NumaNode::current();
+        let (nodes, helpers_cover_all) = self.segment_nodes(me);
         let mut caller_ran = 0;
-        let helpers = scope_with_class(name, class, |s| {
+        let helpers = scope_with_key(name, key, |s| {
             // Whether the calling thread may wait for helpers that have not started: waiting may
             // depend on kworker creation, which allocates with GFP_KERNEL, and is not allowed in
             // reclaim or from a work item (`Scope::may_wait`).
@@ -187,18 +233,19 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
             // where the threads suffice for a helper on every node, it leaves its thread to
             // one and only runs what is left after the join.
             let caller_works = match affinity {
-                Affinity::Node(node) => node.has_current_cpu() || !node.has_cpus() || !may_wait,
-                _ if self.strict => !may_wait || !self.helpers_cover_all(me),
+                Affinity::Node(node) => on_node(*node) || !node.has_cpus() || !may_wait,
+                _ if self.strict => !may_wait || !helpers_cover_all,
                 _ => true,
             };
             // Where the calling thread may not take every chunk (strict jobs, node jobs it is
             // off the node of), placement matters more than latency: let queued helpers run.
             let keep_helpers = may_wait && (self.strict || !caller_works);
             let wanted = self.plan.threads - usize::from(caller_works);
+            let mut helper_nodes = NodeSet::new();
             let mut prev = Some(me);
             let mut spawned = 0;
             for _ in 0..wanted {
-                let node = self.helper_node(affinity, &mut prev);
+                let node = Self::helper_node(affinity, &nodes, &mut prev);
                 // A strict helper without a node would take nothing.
                 if self.strict && node.is_none() {
                     break;
@@ -211,7 +258,7 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
                     Some(n) => s.spawn_on_node(node_queue(), n, flags, move || {
                         self.work(Some(n), Role::Helper);
                     }),
-                    None => s.spawn(workqueue::system_unbound(), flags, move || {
+                    None => s.spawn(workqueue::system_dfl(), flags, move || {
                         self.work(None, Role::Helper);
                     }),
                 };
@@ -222,18 +269,20 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
                 spawned += 1;
                 // Recorded when the helper is queued, so that a CPU or node going offline
                 // afterwards cannot make a strict caller skip chunks nobody else will take.
-                if let Some(n) = node {
-                    for seg in self.segments.iter().filter(|seg| seg.node == Some(n)) {
-                        seg.helper.store(true, Ordering::Relaxed);
-                    }
+                if let Some(n) = node.filter(|n| n.is_possible()) {
+                    helper_nodes.insert(n);
                 }
             }
             if caller_works {
-                caller_ran = self.work(Some(me), Role::Caller);
+                let role = Role::Caller {
+                    helpers: &helper_nodes,
+                };
+                caller_ran = self.work(Some(me), role);
             }
             // Helpers that did not start yet would find little or nothing left, or must not be
-            // waited for: cancel them, the sweep below does what they would have done.
-            let cancelled = if keep_helpers {
+            // waited for, or would only find the job failed: cancel them, the sweep below does
+            // what they would have done.
+            let cancelled = if keep_helpers && self.error.load(Relaxed) == 0 {
                 0
             } else {
                 s.cancel_unstarted()
@@ -247,43 +296,26 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
     }
 }
 
-/// Returns the lock class of a job's scope: the job's own, or the one shared by all jobs that
-/// did not name theirs.
-pub(super) fn scope_class(
-    class: Option<(&'static CStr, &'static ScopeClass)>,
-) -> (&'static CStr, &'static ScopeClass) {
-    // A static: one address for the name wherever this is inlined (see `scope_with_class`).
-    static NAME: &CStr = c_str!("mt_job");
-    class.unwrap_or((NAME, static_scope_class!()))
-}
-
 /// The workqueue of helpers queued on a node, made at boot by [`prepare_node_workqueue`].
-static NODE_QUEUE: AtomicPtr<Queue> = AtomicPtr::new(core::ptr::null_mut());
-
-/// Whether a job found [`NODE_QUEUE`] missing and said so.
-static NODE_QUEUE_WARNED: AtomicBool = AtomicBool::new(false);
+static NODE_QUEUE: SetOnce<&'static Queue> = SetOnce::new();
 
 /// Returns the workqueue for helpers that should run on a given node: unbound with strict NUMA
 /// affinity, so that its workers run only on the CPUs of the node they were queued on.
 ///
-/// `system_unbound_wq` is not strict: the scheduler may wake its workers on any CPU, and in our
-/// KUnit runs (then 4 vCPUs on 2 nodes) a helper queued on one node ran chunks on the other in
-/// one run of ten. Without the node workqueue, jobs use `system_unbound_wq`, and the first such job
-/// warns once.
+/// `system_dfl_wq` is not strict: the scheduler may wake its workers on any CPU, and in our
+/// KUnit runs (then 4 vCPUs on 2 nodes, 6.12) a helper queued on one node ran chunks on the other
+/// in one run of ten. Without the node workqueue, jobs use `system_dfl_wq`, and the first such
+/// job warns once.
 fn node_queue() -> &'static Queue {
-    let queue = NODE_QUEUE.load(Ordering::Acquire);
-    if !queue.is_null() {
-        // SAFETY: `NODE_QUEUE` is only set to a leaked, never destroyed queue.
-        return unsafe { &*queue };
+    if let Some(queue) = NODE_QUEUE.as_ref() {
+        return queue;
     }
-    if !NODE_QUEUE_WARNED.swap(true, Ordering::Relaxed) {
-        crate::pr_warn!("mt_job: no node workqueue, node placement of helpers is best effort\n");
-    }
-    workqueue::system_unbound()
+    crate::pr_warn_once!("mt_job: no node workqueue, node placement of helpers is best effort\n");
+    workqueue::system_dfl()
 }
 
 /// Whether [`prepare_node_workqueue`] was called.
-static NODE_QUEUE_TRIED: AtomicBool = AtomicBool::new(false);
+static NODE_QUEUE_TRIED: Atomic<bool> = Atomic::new(false);
 
 /// Creates the workqueue of node-affine helpers; only the first call does anything.
 ///
@@ -295,18 +327,16 @@ static NODE_QUEUE_TRIED: AtomicBool = AtomicBool::new(false);
 /// # Errors
 ///
 /// Returns [`EBUSY`] on any call but the first, or the error of creating the workqueue (then jobs
-/// use `system_unbound_wq` and the first job that needs a node warns once).
-///
-/// [`EBUSY`]: crate::error::code::EBUSY
+/// use `system_dfl_wq` and the first job that needs a node warns once).
 pub fn prepare_node_workqueue() -> Result {
-    if NODE_QUEUE_TRIED.swap(true, Ordering::AcqRel) {
-        return Err(crate::error::code::EBUSY);
+    if NODE_QUEUE_TRIED.xchg(true, Relaxed) {
+        return Err(EBUSY);
     }
-    let queue = workqueue::OwnedQueue::new_unbound_numa_strict(crate::c_str!("mt_job_node"))?;
-    // Never destroyed: jobs may use it at any time from now on.
-    let queue: *const Queue = queue.leak();
-    // Only the first call gets here: nobody else stores it.
-    NODE_QUEUE.store(queue.cast_mut(), Ordering::Release);
+    let queue = OwnedQueue::new(c"mt_job_node", QueueFlags::UNBOUND, 0)?;
+    queue.set_numa_strict()?;
+    // Never destroyed: jobs may use it at any time from now on. Only the first call gets here,
+    // so nobody populated it before.
+    NODE_QUEUE.populate(queue.leak());
     Ok(())
 }
 
@@ -319,13 +349,19 @@ pub fn prepare_node_workqueue() -> Result {
 /// would: the job goes on with the helpers it has.
 #[cfg(CONFIG_MT_JOB_KUNIT_TEST)]
 pub mod fail_helper {
-    use crate::task::Task;
-    use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+    use crate::{
+        bindings,
+        sync::atomic::{
+            Atomic,
+            Relaxed, //
+        },
+        task::Task,
+    };
 
     /// The thread whose jobs' helpers are counted.
-    static TASK: AtomicPtr<Task> = AtomicPtr::new(core::ptr::null_mut());
+    static TASK: Atomic<*mut bindings::task_struct> = Atomic::new(core::ptr::null_mut());
     /// The helpers still to count before the one that fails; 0 when off.
-    static NTH: AtomicUsize = AtomicUsize::new(0);
+    static NTH: Atomic<usize> = Atomic::new(0);
 
     /// Makes the `nth` helper (counting from 1) that jobs of the calling thread spawn from now on
     /// fail as if it could not be allocated; `0` turns the hook off.
@@ -333,22 +369,20 @@ pub mod fail_helper {
     /// Returns what the previous setting still had to count: `0` if it failed a helper (or was
     /// off).
     pub fn set(nth: usize) -> usize {
-        let me: *const Task = crate::current!();
-        TASK.store(me.cast_mut(), Ordering::Relaxed);
-        NTH.swap(nth, Ordering::Relaxed)
+        TASK.store(Task::current_raw(), Relaxed);
+        NTH.xchg(nth, Relaxed)
     }
 
     /// Returns whether the helper the calling thread is about to spawn must fail.
     pub(super) fn should_fail() -> bool {
-        let me: *const Task = crate::current!();
-        if TASK.load(Ordering::Relaxed) != me.cast_mut() {
+        if TASK.load(Relaxed) != Task::current_raw() {
             return false;
         }
         // Only the thread that set the hook gets here.
-        match NTH.load(Ordering::Relaxed) {
+        match NTH.load(Relaxed) {
             0 => false,
             n => {
-                NTH.store(n - 1, Ordering::Relaxed);
+                NTH.store(n - 1, Relaxed);
                 n == 1
             }
         }

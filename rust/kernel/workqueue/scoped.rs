@@ -7,22 +7,18 @@
 //! node. The closures may borrow anything that outlives the call, because [`scope!`] returns only
 //! after every spawned item has either run to completion or was cancelled before it started.
 //!
-//! The join is straight-line code in [`scope_with_class`] after the body returned, not a
+//! The join is straight-line code in [`scope_with_key`] after the body returned, not a
 //! destructor: `mem::forget` cannot skip it (the pre-1.0 `thread::scoped` joined in `Drop`,
 //! which rust-lang/rust#24292 showed unsound once leaking became safe).
 //!
 //! # Lockdep
 //!
-//! Items are initialised with the scope's lock class, which the worker holds while an item runs
-//! (`process_one_work()`). The join acquires the same class, exclusively, as `flush_work()`
-//! does, but always, not only when an item is still pending or running: a caller that joins
-//! while holding a lock that one of its items takes gets a lockdep report even when the item
-//! happened to finish first. Each [`ScopeClass`] has two classes: a scope opened while the
-//! thread runs any work item (`current_work()` is set, for example in an item of another scope)
-//! uses the second one, so that one level of nesting through one call site is not reported as
-//! recursion; deeper nesting through one call site is reported, as a `flush_work()` of the same
-//! class would be. Only the pointer `current_work()` returns is looked at: the item it points to
-//! may already be freed.
+//! Items are initialised with the scope's lock class, one per call site of [`scope!`], which the
+//! worker holds while an item runs (`process_one_work()`). The join acquires the same class,
+//! exclusively, as `flush_work()` does, but always, not only when an item is still pending or
+//! running: a caller that joins while holding a lock that one of its items takes gets a lockdep
+//! report even when the item happened to finish first. A scope opened inside an item of a scope
+//! of the same call site is reported as recursion, as a `flush_work()` of the same class is.
 //!
 //! # Forward progress
 //!
@@ -33,90 +29,64 @@
 //! the join then waits only for items already running. [`Scope::may_wait`] says when that is
 //! needed.
 //!
-//! It relates to other workqueue code in Rust as follows: `Queue::try_spawn` also runs a closure
-//! as a work item, but a `'static` one that frees itself; later upstream's
-//! `kernel::sync::Completion` would allow a join on a private count, which this scope does not
-//! need since it waits on the workqueue's own barriers; later upstream's
-//! `kernel::alloc::NumaNode` is [`NodeId`] here.
+//! [`scope!`]: crate::workqueue::scope
 
-use super::{Queue, RawWorkItem, Work, WorkItem, WorkItemPointer};
+use super::{
+    Queue,
+    RawWorkItem,
+    Work,
+    WorkItem,
+    WorkItemPointer, //
+};
 use crate::{
-    alloc::{AllocError, Flags, KBox, KVec},
+    alloc::{
+        AllocError,
+        Flags,
+        KBox,
+        KVec,
+        NumaNode, //
+    },
     bindings,
-    init::InPlaceInit,
-    numa::NodeId,
-    pin_init,
+    prelude::*,
     str::CStr,
     sync::LockClassKey,
     types::Opaque,
 };
-use core::{cell::RefCell, cell::UnsafeCell, marker::PhantomData, pin::Pin, ptr::NonNull};
-use macros::pin_data;
-
-/// The lock classes of one call site of [`scope_with_class`]: one for scopes opened outside work
-/// items, one for scopes opened inside a work item.
-///
-/// Made by [`static_scope_class!`](crate::workqueue::static_scope_class) (and
-/// [`scope!`](crate::workqueue::scope)); lockdep expects statically allocated,
-/// uninitialised keys. The layout is that of C's `struct lock_class_key[2]`.
-#[repr(C)]
-pub struct ScopeClass {
-    top: LockClassKey,
-    nested: LockClassKey,
-}
-
-impl ScopeClass {
-    /// Returns the class made of the two keys at `keys`, for a class defined in C.
-    ///
-    /// # Safety
-    ///
-    /// `keys` must point to a `static struct lock_class_key[2]` (statically allocated, never
-    /// freed, not used as another lock's key).
-    pub unsafe fn from_raw(keys: *mut bindings::lock_class_key) -> &'static ScopeClass {
-        // SAFETY: `ScopeClass` is `repr(C)` and made of two `repr(transparent)` wrappers of
-        // `lock_class_key`, so it has the layout of `struct lock_class_key[2]`; the caller
-        // promises that `keys` points to such static keys.
-        unsafe { &*keys.cast::<ScopeClass>() }
-    }
-}
-
-/// Defines a [`ScopeClass`] for one call site and returns a `&'static` reference to it.
-#[macro_export]
-macro_rules! static_scope_class {
-    () => {{
-        static CLASS: $crate::workqueue::ScopeClass =
-            // SAFETY: lockdep expects uninitialised memory for statically allocated keys, and
-            // `ScopeClass` is made of `LockClassKey`s only.
-            unsafe { ::core::mem::MaybeUninit::uninit().assume_init() };
-        &CLASS
-    }};
-}
+use core::{
+    cell::{
+        RefCell,
+        UnsafeCell, //
+    },
+    marker::PhantomData,
+    ptr::NonNull, //
+};
 
 /// Runs `body` with a [`Scope`] and waits for every work item it spawned.
 ///
-/// `scope!("name", |s| ...)` is [`scope_with_class`] with a new lock class for the call site.
+/// `scope!("name", |s| ...)` is [`scope_with_key`] with a lock class of its own for the call site,
+/// as [`new_work!`](crate::workqueue::new_work) makes one for a work item.
 ///
 /// # Examples
 ///
 /// ```
-/// use core::sync::atomic::{AtomicU32, Ordering};
+/// use kernel::sync::atomic::{Atomic, Relaxed};
 /// use kernel::workqueue::{self, scope};
 ///
 /// let mut parts = [0u64; 4];
-/// let drops = AtomicU32::new(0);
+/// let drops = Atomic::new(0u32);
 /// scope!("doc_sum", |s| -> Result {
 ///     for (i, part) in parts.iter_mut().enumerate() {
 ///         let drops = &drops;
-///         s.spawn(workqueue::system_unbound(), GFP_KERNEL, move || {
+///         s.spawn(workqueue::system_dfl(), GFP_KERNEL, move || {
 ///             *part = (i as u64 * 100..(i as u64 + 1) * 100).sum();
-///             drops.fetch_add(1, Ordering::Relaxed);
+///             drops.add(1, Relaxed);
 ///         })?;
 ///     }
 ///     Ok(())
 /// })?;
 /// // Every item ran and the borrows of `parts` and `drops` ended with the scope.
 /// assert_eq!(parts.iter().sum::<u64>(), (0..400).sum());
-/// assert_eq!(drops.load(Ordering::Relaxed), 4);
+/// assert_eq!(drops.load(Relaxed), 4);
 /// # Ok::<(), Error>(())
 /// ```
 #[macro_export]
@@ -125,17 +95,16 @@ macro_rules! scope {
         // A static, so that the name has one address however often the call site is inlined or
         // monomorphised: lockdep compares a class's names by address.
         static NAME: &$crate::str::CStr = $crate::c_str!($name);
-        $crate::workqueue::scope_with_class(NAME, $crate::static_scope_class!(), $body)
+        $crate::workqueue::scope_with_key(NAME, $crate::static_lock_class!(), $body)
     }};
 }
 
-/// Runs `body` with a [`Scope`] named `name`, then waits for every item spawned on it.
+/// Runs `body` with a [`Scope`] whose items and join use the lock class `key` named `name`, then
+/// waits for every item spawned on it.
 ///
 /// Must be called from a context that may sleep. Lockdep compares the names of a class by
-/// address: every scope of `class` must pass the same `name` pointer, such as the value of a
-/// `static` (as [`scope!`](crate::workqueue::scope) does); a `c_str!` constant in a generic or
-/// inlined function may have several addresses, which lockdep reports as a class with two names
-/// (seen with KASAN, which keeps identical constants apart).
+/// address: every scope of `key` must pass the same `name` pointer, such as the value of a
+/// `static` (as [`scope!`](crate::workqueue::scope) does).
 ///
 /// # Guarantees
 ///
@@ -143,36 +112,47 @@ macro_rules! scope {
 /// closure started (the closure was dropped, never called) or its closure has returned; the
 /// items' memory is freed and no workqueue holds a pointer to it.
 ///
-/// The guarantee holds once `workqueue_init()` has run, before the first `early_initcall`:
-/// before it, `flush_work()` warns and returns without waiting. No Rust code is called that early
-/// (the earliest, `kernel/mt_job.c`, is an `early_initcall`).
+/// It must not be called before `workqueue_init()`, where no worker runs yet: the join's
+/// `flush_work()` would warn (and then cancel the item, whose closure is dropped uncalled).
 ///
-/// The guarantee assumes that the calling thread reaches the join: a panic is `BUG()` in the
-/// kernel and kills the thread without unwinding. If a closure panics, the join waits forever
-/// (a hung task, not a use-after-free, since the borrowed frame stays alive); if the calling
-/// thread itself dies inside `body`, its stack is gone under the running items, the same limit
-/// as for C's on-stack work items and completions (`work_on_cpu_key()`).
-pub fn scope_with_class<'env, F, T>(name: &'static CStr, class: &'static ScopeClass, body: F) -> T
+/// The guarantee assumes that the calling thread reaches the join. If it dies inside `body` (an
+/// oops, or a Rust panic, which is `BUG()`: the thread is killed and nothing is unwound; on x86
+/// `do_exit()` then runs on the same stack), items already queued still run, and their borrows
+/// of the thread's stack dangle: the same limit as C's on-stack work items and completions, and
+/// padata's on-stack job. Only an oops, which already left the kernel in a state that
+/// `panic_on_oops` exists for, gets there.
+pub fn scope_with_key<'env, F, T>(
+    name: &'static CStr,
+    key: Pin<&'static LockClassKey>,
+    body: F,
+) -> T
 where
     F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> T,
 {
     crate::task::might_sleep();
-    // SAFETY: `current_work()` has no preconditions; only the pointer is compared, the work item
-    // it points to (if any) is not accessed.
-    let nested = !unsafe { bindings::current_work() }.is_null();
-    let key = if nested { &class.nested } else { &class.top };
     // INVARIANT: there is no item yet.
     let scope = Scope {
         items: RefCell::new(KVec::new()),
         name,
         key,
-        nested,
         map: Opaque::uninit(),
         scope: PhantomData,
         env: PhantomData,
     };
-    // SAFETY: `scope.map` is valid for writes; the name and key are static.
-    unsafe { bindings::lockdep_init_map(scope.map.get(), name.as_char_ptr(), key.as_ptr(), 0) };
+    #[cfg(CONFIG_LOCKDEP)]
+    // SAFETY: `scope.map` is valid for writes and does not move until the join; the name and the
+    // key are static. Wait types and lock type as `lockdep_init_map()` gives them.
+    unsafe {
+        bindings::lockdep_init_map_type(
+            scope.map.get(),
+            name.as_char_ptr(),
+            key.as_ptr(),
+            0,
+            bindings::lockdep_wait_type_LD_WAIT_INV as u8,
+            bindings::lockdep_wait_type_LD_WAIT_INV as u8,
+            bindings::lockdep_lock_type_LD_LOCK_NORMAL as u8,
+        )
+    };
     let ret = body(&scope);
     scope.join();
     ret
@@ -194,20 +174,27 @@ enum State {
 /// The item may borrow for the scope's `'scope` only, but is stored as `'static`, as
 /// `std::thread::scope` stores its closures: the scope frees every item in its join, before
 /// `'scope` ends, and a `'scope` in the type would make the scope's own drop outlive `'scope`.
+///
+/// The item is pinned: it was initialised in place in its box and is never moved out of it (the
+/// box is only held, and dropped by the join).
 struct Entry {
-    item: Pin<KBox<dyn ScopedWork>>,
+    item: KBox<dyn ScopedWork>,
     state: State,
 }
 
-/// A [`ScopedItem`] without its closure type.
+/// A [`ScopedItem`] without its closure type: the operations of its [`Work`].
 trait ScopedWork {
-    /// Returns the item's `work_struct`.
-    fn work_ptr(self: Pin<&Self>) -> *mut bindings::work_struct;
+    /// `cancel_work()`: whether the item was taken off its queue before it started.
+    fn cancel(&self) -> bool;
+    /// `cancel_work_sync()`.
+    fn cancel_sync(&self);
+    /// `flush_work()`: whether it waited for the item.
+    fn flush(&self) -> bool;
 }
 
 /// A scope in which work items that borrow from the caller are spawned.
 ///
-/// Made by [`scope!`](crate::workqueue::scope) or [`scope_with_class`], and only lent to their
+/// Made by [`scope!`](crate::workqueue::scope) or [`scope_with_key`], and only lent to their
 /// body.
 ///
 /// `'scope` is the lifetime of the scope, `'env` that of the borrows the items may hold. Both are
@@ -226,9 +213,7 @@ trait ScopedWork {
 pub struct Scope<'scope, 'env: 'scope> {
     items: RefCell<KVec<Entry>>,
     name: &'static CStr,
-    key: &'static LockClassKey,
-    /// Whether the scope was opened while the thread runs a work item.
-    nested: bool,
+    key: Pin<&'static LockClassKey>,
     map: Opaque<bindings::lockdep_map>,
     scope: PhantomData<&'scope mut &'scope ()>,
     env: PhantomData<&'env mut &'env ()>,
@@ -256,11 +241,12 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         self.spawn_inner(queue, None, flags, f)
     }
 
-    /// Spawns `f` as a work item on `queue`, on a CPU of `node` (`queue_work_node()`).
+    /// Spawns `f` as a work item on `queue`, on a CPU of `node` ([`Queue::enqueue_on_node`]).
     ///
-    /// `queue` must be unbound (`WQ_UNBOUND`), as `queue_work_node()` requires; on another queue
-    /// the item is still queued, with a warning. If `node` has no online CPU the item runs on any
-    /// CPU. Placement is strict only on a queue with strict NUMA affinity.
+    /// If `node` has no online CPU the item runs on any CPU. Placement is strict only on a queue
+    /// with strict NUMA affinity ([`OwnedQueue::set_numa_strict`]).
+    ///
+    /// [`OwnedQueue::set_numa_strict`]: crate::workqueue::OwnedQueue::set_numa_strict
     ///
     /// # Errors
     ///
@@ -269,30 +255,30 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// # Examples
     ///
     /// ```
-    /// use core::sync::atomic::{AtomicUsize, Ordering};
-    /// use kernel::numa::NodeId;
+    /// use kernel::alloc::NumaNode;
+    /// use kernel::sync::atomic::{Atomic, Relaxed};
     /// use kernel::workqueue::{self, scope};
     ///
-    /// let ran = AtomicUsize::new(0);
+    /// let ran = Atomic::new(0usize);
     /// scope!("doc_node", |s| -> Result {
-    ///     let mut node = NodeId::next_with_cpus(None);
+    ///     let mut node = NumaNode::next_with_cpus(None);
     ///     for _ in 0..4 {
     ///         let Some(n) = node else { break };
     ///         let ran = &ran;
-    ///         s.spawn_on_node(workqueue::system_unbound(), n, GFP_KERNEL, move || {
-    ///             ran.fetch_add(1, Ordering::Relaxed);
+    ///         s.spawn_on_node(workqueue::system_dfl(), n, GFP_KERNEL, move || {
+    ///             ran.add(1, Relaxed);
     ///         })?;
-    ///         node = NodeId::next_with_cpus(Some(n));
+    ///         node = NumaNode::next_with_cpus(Some(n));
     ///     }
     ///     Ok(())
     /// })?;
-    /// assert_eq!(ran.load(Ordering::Relaxed), 4);
+    /// assert_eq!(ran.load(Relaxed), 4);
     /// # Ok::<(), Error>(())
     /// ```
     pub fn spawn_on_node<F>(
         &'scope self,
         queue: &'scope Queue,
-        node: NodeId,
+        node: NumaNode,
         flags: Flags,
         f: F,
     ) -> Result<(), AllocError>
@@ -305,7 +291,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     fn spawn_inner<F>(
         &'scope self,
         queue: &'scope Queue,
-        node: Option<NodeId>,
+        node: Option<NumaNode>,
         flags: Flags,
         f: F,
     ) -> Result<(), AllocError>
@@ -330,8 +316,9 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         // SAFETY: only the lifetime bound changes. The item is freed by the join, before `'scope`
         // ends (see `Entry`), and nothing uses it after that.
         let erased: *mut (dyn ScopedWork + 'static) = unsafe { core::mem::transmute(erased) };
-        // SAFETY: `erased` comes from `KBox::into_raw` just above and was pinned.
-        let item = unsafe { Pin::new_unchecked(KBox::from_raw(erased)) };
+        // SAFETY: `erased` comes from `KBox::into_raw` just above; the item stays pinned, since
+        // `Entry` never moves it out of the box.
+        let item = unsafe { KBox::from_raw(erased) };
         // Within the capacity reserved above: this does not allocate and cannot fail.
         items.push(
             Entry {
@@ -344,24 +331,13 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         // INVARIANT: the item is now owned by `items`, which frees it only after it was
         // cancelled or its function returned.
         let item_ref = ScopedItemRef(unsafe { NonNull::new_unchecked(raw) });
-        let wq = queue.0.get();
-        // SAFETY: the closure is called with a valid, initialised and never queued
-        // `work_struct`, so the queueing functions return true. By the type invariants the item
-        // stays valid until its function has run or it was cancelled, and the join in
-        // `scope_with_class` waits for that before `'scope` ends, so the function is never called
-        // after the borrows of `F` expire (`__enqueue`'s lifetime clause). `ScopedItemRef<F>` is
+        // SAFETY: By the type invariants the item stays valid until its function has run or it
+        // was cancelled, and the join in `scope_with_key` waits for that before `'scope` ends, so
+        // the function is never called after the borrows of `F` expire. `ScopedItemRef<F>` is
         // `Send`, so the function may run on another thread.
-        // INVARIANT: the item is recorded in `items` (above) and queued exactly once (here).
-        let queued = unsafe {
-            item_ref.__enqueue(|work| match node {
-                Some(node) => bindings::queue_work_node(node.as_raw(), wq, work),
-                None => bindings::queue_work_on(
-                    bindings::wq_misc_consts_WORK_CPU_UNBOUND as _,
-                    wq,
-                    work,
-                ),
-            })
-        };
+        // INVARIANT: the item is recorded in `items` (above) and queued exactly once (here): it
+        // was never queued, so this returns true.
+        let queued = unsafe { queue.enqueue_scoped(item_ref, node) };
         debug_assert!(queued);
         Ok(())
     }
@@ -376,70 +352,32 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// # Examples
     ///
     /// ```
-    /// use core::sync::atomic::{AtomicUsize, Ordering};
+    /// use kernel::sync::atomic::{Atomic, Relaxed};
     /// use kernel::workqueue::{self, scope};
     ///
     /// // Counts the closures dropped, whether they ran or not.
-    /// struct Token<'a>(&'a AtomicUsize);
+    /// struct Token<'a>(&'a Atomic<usize>);
     /// impl Drop for Token<'_> {
     ///     fn drop(&mut self) {
-    ///         self.0.fetch_add(1, Ordering::Relaxed);
+    ///         self.0.add(1, Relaxed);
     ///     }
     /// }
     ///
-    /// let (ran, dropped) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    /// let (ran, dropped) = (Atomic::new(0usize), Atomic::new(0usize));
     /// let cancelled = scope!("doc_cancel", |s| -> Result<usize> {
     ///     for _ in 0..8 {
     ///         let (ran, token) = (&ran, Token(&dropped));
-    ///         s.spawn(workqueue::system_unbound(), GFP_KERNEL, move || {
+    ///         s.spawn(workqueue::system_dfl(), GFP_KERNEL, move || {
     ///             let _token = token;
-    ///             ran.fetch_add(1, Ordering::Relaxed);
+    ///             ran.add(1, Relaxed);
     ///         })?;
     ///     }
     ///     Ok(s.cancel_unstarted())
     /// })?;
     /// // Each item either ran or was cancelled, never both, never neither, and every closure was
     /// // dropped by the time the scope returned.
-    /// assert_eq!(ran.load(Ordering::Relaxed) + cancelled, 8);
-    /// assert_eq!(dropped.load(Ordering::Relaxed), 8);
-    ///
-    /// // On an ordered workqueue, items behind one that is running and waits cannot start: they
-    /// // are cancelled.
-    /// use core::sync::atomic::AtomicBool;
-    /// use kernel::{c_str, workqueue::OwnedQueue};
-    ///
-    /// # // No sleeping function in the kernel crate of this release.
-    /// # fn sleep_a_little() {
-    /// #     // SAFETY: `msleep()` may be called where sleeping is allowed.
-    /// #     unsafe { kernel::bindings::msleep(1) };
-    /// # }
-    /// let queue = OwnedQueue::new_ordered(c_str!("doc_cancel_ordered"))?;
-    /// let ran = AtomicUsize::new(0);
-    /// let (started, go) = (AtomicBool::new(false), AtomicBool::new(false));
-    /// let cancelled = scope!("doc_cancel_ordered", |s| -> Result<usize> {
-    ///     let (r, st, g) = (&ran, &started, &go);
-    ///     s.spawn(&queue, GFP_KERNEL, move || {
-    ///         st.store(true, Ordering::Release);
-    ///         while !g.load(Ordering::Acquire) {
-    ///             sleep_a_little();
-    ///         }
-    ///         r.fetch_add(1, Ordering::Relaxed);
-    ///     })?;
-    ///     for _ in 0..7 {
-    ///         s.spawn(&queue, GFP_KERNEL, move || {
-    ///             r.fetch_add(1, Ordering::Relaxed);
-    ///         })?;
-    ///     }
-    ///     // Cancelling the first before it started would let the next ones start.
-    ///     while !started.load(Ordering::Acquire) {
-    ///         sleep_a_little();
-    ///     }
-    ///     let cancelled = s.cancel_unstarted();
-    ///     go.store(true, Ordering::Release);
-    ///     Ok(cancelled)
-    /// })?;
-    /// assert_eq!(cancelled, 7);
-    /// assert_eq!(ran.load(Ordering::Relaxed) + cancelled, 8);
+    /// assert_eq!(ran.load(Relaxed) + cancelled, 8);
+    /// assert_eq!(dropped.load(Relaxed), 8);
     /// # Ok::<(), Error>(())
     /// ```
     pub fn cancel_unstarted(&self) -> usize {
@@ -448,11 +386,10 @@ impl<'scope, 'env> Scope<'scope, 'env> {
             if entry.state != State::Queued {
                 continue;
             }
-            // SAFETY: the item is alive (owned by `items`) and was queued.
             // INVARIANT: `cancel_work()` returns true only if it took the item off the queue
             // before its function started: the closure stays the scope's and is never called.
             // Otherwise the item is running or done, and is not queued again.
-            if unsafe { bindings::cancel_work(entry.item.as_ref().work_ptr()) } {
+            if entry.item.cancel() {
                 entry.state = State::Cancelled;
                 cancelled += 1;
             } else {
@@ -464,49 +401,65 @@ impl<'scope, 'env> Scope<'scope, 'env> {
 
     /// Returns whether the scope's thread may wait for items that have not started.
     ///
-    /// It may not when it runs a work item itself (its items may need a worker of the same pool,
-    /// or a new one) or when it has `PF_MEMALLOC` set (it is reclaiming memory, and starting an
-    /// item may need a kworker allocated with `GFP_KERNEL`). Such a caller calls
-    /// [`Scope::cancel_unstarted`] before the join and does the cancelled items' work itself.
+    /// It may not when it has `PF_MEMALLOC` set (it is reclaiming memory, and starting an item
+    /// may need a kworker allocated with `GFP_KERNEL`), nor, deliberately more strictly than
+    /// `check_flush_dependency()`, when it runs a work item itself: its items may need a worker
+    /// of a pool that is short of them, or a new one, and the scope does not know which queue
+    /// the caller runs on. Such a caller calls [`Scope::cancel_unstarted`] before the join and
+    /// does the cancelled items' work itself.
     pub fn may_wait(&self) -> bool {
-        // SAFETY: `get_current()` returns the running task, which is valid during this call.
-        let flags = unsafe { (*bindings::get_current()).flags };
-        !self.nested && flags & bindings::PF_MEMALLOC == 0
+        !super::in_work_item() && !current!().in_memalloc()
     }
 
     /// Waits for every item that was not cancelled, then frees all items.
     fn join(&self) {
         // As `flush_work()` does, but whether or not an item is still running, and even if no
         // item could be spawned: the caller's held locks now come before the class the items
-        // run under.
-        // SAFETY: `self.map` was initialised in `scope_with_class`; acquired and released here.
+        // run under. The instruction pointer recorded is this function's.
+        #[cfg(CONFIG_LOCKDEP)]
+        // SAFETY: `self.map` was initialised in `scope_with_key` and does not move.
         unsafe {
-            bindings::lock_map_acquire(self.map.get());
-            bindings::lock_map_release(self.map.get());
-        }
+            lockdep_join(self.map.get())
+        };
         let mut items = self.items.borrow_mut();
         for entry in items.iter() {
-            let work = entry.item.as_ref().work_ptr();
             match entry.state {
                 State::Cancelled => {}
                 // A `cancel_work()` found it running or done, and it is never queued again: this
                 // waits for its function to return if it still runs, and unlike `flush_work()`
                 // needs no check for waiting on pending items (`check_flush_dependency()`).
-                // SAFETY: the item is alive, was queued once and is not queued again.
-                State::Started => unsafe {
-                    bindings::cancel_work_sync(work);
-                },
-                // SAFETY: the item is alive and was queued: this waits until its function has
-                // returned.
-                State::Queued => unsafe {
-                    bindings::flush_work(work);
-                },
+                State::Started => entry.item.cancel_sync(),
+                // Waits until its function has returned. `flush_work()` also returns false for
+                // an item that already ran, and before `workqueue_init()`, when no worker can
+                // have started it: then this cancels it.
+                State::Queued => {
+                    if !entry.item.flush() {
+                        entry.item.cancel_sync();
+                    }
+                }
             }
         }
         // INVARIANT: every item was cancelled or has returned from its function; freeing them
         // drops the closures that never ran.
         drop(core::mem::take(&mut *items));
     }
+}
+
+/// Acquires and releases `map` exclusively, as `lock_map_acquire()` and `lock_map_release()` do,
+/// recording this function as where.
+///
+/// # Safety
+///
+/// `map` must point to an initialised `lockdep_map`.
+#[cfg(CONFIG_LOCKDEP)]
+#[inline(never)]
+unsafe fn lockdep_join(map: *mut bindings::lockdep_map) {
+    let ip = lockdep_join as *const () as usize as c_ulong;
+    // SAFETY: `map` is initialised, by the safety requirements. Subclass 0, no trylock, an
+    // exclusive acquire that lockdep checks, no nest lock.
+    unsafe { bindings::lock_acquire(map, 0, 0, 0, 1, core::ptr::null_mut(), ip) };
+    // SAFETY: acquired just above.
+    unsafe { bindings::lock_release(map, ip) };
 }
 
 /// A closure spawned as a work item.
@@ -523,9 +476,16 @@ crate::impl_has_work! {
 }
 
 impl<F: FnOnce() + Send> ScopedWork for ScopedItem<F> {
-    fn work_ptr(self: Pin<&Self>) -> *mut bindings::work_struct {
-        // SAFETY: `self.work` is a valid `Work`.
-        unsafe { Work::raw_get(&self.work) }
+    fn cancel(&self) -> bool {
+        self.work.cancel()
+    }
+
+    fn cancel_sync(&self) {
+        self.work.cancel_sync();
+    }
+
+    fn flush(&self) -> bool {
+        self.work.flush()
     }
 }
 
@@ -557,9 +517,10 @@ struct ScopedItemRef<F>(NonNull<ScopedItem<F>>);
 unsafe impl<F: FnOnce() + Send> Send for ScopedItemRef<F> {}
 
 // SAFETY: `__enqueue` passes the `work_struct` of the item `self` points to, which is valid for
-// the call. By the type invariant the scope keeps the item alive until its function has run or
-// it was cancelled, so the pointer stays valid until the function is called. `Pin<KBox<T>>`'s
-// implementation cannot be used: its `run` frees the item, which the join still reads.
+// the call. By the type invariant the scope keeps the item alive until its function has run or a
+// `cancel_work*()` took it off the queue, so the pointer stays valid as long as `RawWorkItem`
+// requires. `Pin<KBox<T>>`'s implementation cannot be used: its `run` frees the item, which the
+// join still reads.
 unsafe impl<F: FnOnce() + Send> RawWorkItem<0> for ScopedItemRef<F> {
     type EnqueueOutput = bool;
 
@@ -587,3 +548,6 @@ unsafe impl<F: FnOnce() + Send> WorkItemPointer<0> for ScopedItemRef<F> {
         <ScopedItem<F> as WorkItem>::run(this)
     }
 }
+
+#[cfg(CONFIG_RUST_WORKQUEUE_SCOPE_KUNIT_TEST)]
+mod tests;
