@@ -685,12 +685,16 @@ static int first_node_without_cpus(void)
 struct thirds {
 	struct rec *r;
 	int node[3];
+	/* The nodes of the CPUs that chunks of @cpuless started on. */
+	nodemask_t cpuless_ran_on;
 };
 
 static int thirds_fn(unsigned long start, unsigned long end, void *arg)
 {
 	struct thirds *t = arg;
 
+	if (3 * (start - t->r->base) / t->r->nr >= 2)
+		node_set(cpu_to_node(raw_smp_processor_id()), t->cpuless_ran_on);
 	return rec_fn(start, end, t->r);
 }
 
@@ -715,7 +719,7 @@ static int lone_node(unsigned long index, void *arg)
 /*
  * A node with memory and no CPU: node-affine jobs on it run on the caller,
  * by-index jobs run its chunks somewhere, strict ones too, also with fewer
- * threads than nodes; the engine counts those chunks as off their node.
+ * threads than nodes; a node job's chunks count as off their node.
  */
 static void mt_job_test_cpuless_node(struct kunit *test)
 {
@@ -748,12 +752,12 @@ static void mt_job_test_cpuless_node(struct kunit *test)
 			KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
 			expect_each_once(test, t.r);
 			/*
-			 * The CPU-less node's chunks ran elsewhere; a job of
-			 * one thread is one chunk, counted by its first
-			 * index, which is on a node with CPUs.
+			 * The caller is off the node of a node job on the
+			 * CPU-less node; by-index jobs give that node's chunks
+			 * to its nearest node (mt_job_test_cpuless_nearest).
 			 */
 			if (job.engine == MT_JOB_ENGINE_RUST &&
-			    (threads > 1 || affs[a] == MT_JOB_AFFINITY_NODE))
+			    affs[a] == MT_JOB_AFFINITY_NODE)
 				KUNIT_EXPECT_GT_MSG(test, job.nr_off_node, 0UL,
 						    "affinity %d, %d threads",
 						    affs[a], threads);
@@ -765,6 +769,58 @@ static void mt_job_test_cpuless_node(struct kunit *test)
 			kunit_kfree(test, t.r);
 		}
 	}
+}
+
+static void mt_job_test_cpuless_nearest(struct kunit *test)
+{
+	/*
+	 * A node without CPUs in a strict by-index job with a thread for
+	 * each node: its chunks belong to its nearest node with CPUs
+	 * (numa_nearest_node()), so a helper there runs them and every chunk
+	 * runs on its node.  The caller is kept on the first node with CPUs,
+	 * and the QEMU setup's distances make the second node the nearest,
+	 * so the caller's own chunks tell nothing.
+	 */
+	struct thirds t;
+	nodemask_t near;
+	int threads, nearest;
+
+	t.node[2] = first_node_without_cpus();
+	if (t.node[2] == NUMA_NO_NODE)
+		kunit_skip(test, "needs a node with memory and no CPU");
+	if (!IS_ENABLED(CONFIG_MT_JOB_RUST))
+		kunit_skip(test, "padata does not place chunks by node");
+	t.node[0] = first_node_with_cpus();
+	t.node[1] = next_node_in(t.node[0], node_states[N_CPU]);
+	nearest = numa_nearest_node(t.node[2], N_CPU);
+	KUNIT_ASSERT_TRUE(test, node_state(nearest, N_CPU));
+	near = nodemask_of_node(nearest);
+	KUNIT_ASSERT_EQ(test, set_cpus_allowed_ptr(current,
+						   cpumask_of_node(t.node[0])), 0);
+	for (threads = 2; threads <= 4; threads++) {
+		struct mt_job job;
+
+		t.r = rec_alloc(test, 3000, 3 << 12);
+		t.r->delay_us = 100;
+		job = job_of(t.r, t.r->base, t.r->nr);
+		job.thread_fn = thirds_fn;
+		job.fn_arg = &t;
+		job.max_threads = threads;
+		job.affinity = MT_JOB_AFFINITY_BY_INDEX_STRICT;
+		job.node_of = thirds_node;
+		nodes_clear(t.cpuless_ran_on);
+		KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+		expect_each_once(test, t.r);
+		KUNIT_EXPECT_EQ(test, job.engine, MT_JOB_ENGINE_RUST);
+		KUNIT_EXPECT_TRUE_MSG(test, nodes_equal(t.cpuless_ran_on, near),
+				      "%d threads: node %d's chunks ran on %*pbl, not on node %d",
+				      threads, t.node[2],
+				      nodemask_pr_args(&t.cpuless_ran_on), nearest);
+		KUNIT_EXPECT_EQ(test, job.nr_off_node, 0UL);
+		kunit_kfree(test, t.r->counts);
+		kunit_kfree(test, t.r);
+	}
+	set_cpus_allowed_ptr(current, cpu_possible_mask);
 }
 
 struct hotplug {
@@ -1117,6 +1173,7 @@ static struct kunit_case mt_job_test_cases[] = {
 	KUNIT_CASE(mt_job_test_nowait),
 	KUNIT_CASE(mt_job_test_strict_nowait),
 	KUNIT_CASE(mt_job_test_cpuless_node),
+	KUNIT_CASE(mt_job_test_cpuless_nearest),
 	KUNIT_CASE_SLOW(mt_job_test_hotplug),
 	KUNIT_CASE(mt_job_test_nested),
 	KUNIT_CASE(mt_job_test_alloc_failure),

@@ -147,6 +147,10 @@ def qemu_cmd(args, kernel, initrd, cmdline):
     for n in range(args.nodes, args.nodes + memonly):
         cmd += ["-object", f"memory-backend-ram,id=m{n},size={per_mem}G",
                 "-numa", f"node,nodeid={n},memdev=m{n}"]
+    # Node distances (ACPI SLIT), {(a, b): distance}: QEMU wants one of
+    # each pair of nodes.
+    for (a, b), d in sorted(getattr(args, "dist", {}).items()):
+        cmd += ["-numa", f"dist,src={a},dst={b},val={d}"]
     return cmd
 
 
@@ -394,13 +398,17 @@ HUGETLB_SCENARIOS = [
     ("1G x 4 on four 2 GiB nodes", "hugepagesz=1G hugepages=4", 1048576,
      None, None, None, {"nodes": 4, "mem": 8}),
 ]
-# A node with memory and no CPU (node 2) gets a gigantic page; HVO
+# A node with memory and no CPU (node 2) gets a gigantic page, nearer to
+# node 1 than to node 0 ("dist"): the Rust engine initialises it on node 1,
+# its nearest node with CPUs ("nearest"); HVO
 # (hugetlb_free_vmemmap=on, which initialises shared vmemmap tails before
 # the gigantic struct page init job) with 2M and 1G pages, which must say it
 # frees vmemmap.  The last field: topology and a line the log must have.
 HUGETLB_SCENARIOS += [
     ("1G on a node without CPUs", "hugepagesz=1G hugepages=0:1,2:1", 1048576,
-     {0: 1, 1: 0, 2: 1}, 2, None, {"nodes": 2, "memonly": 1, "mem": 12}),
+     {0: 1, 1: 0, 2: 1}, 2, None,
+     {"nodes": 2, "memonly": 1, "mem": 12,
+      "dist": {(0, 1): 20, (0, 2): 30, (1, 2): 15}, "nearest": {2: 1}}),
     ("2M x 512 with HVO", "hugepages=512 hugetlb_free_vmemmap=on", 2048,
      {0: 256, 1: 256}, 512, None,
      {"expect": r"(?m)^hugetlb_optimize_vmemmap 1$"}),
@@ -425,6 +433,7 @@ def cmd_hugetlbtest(args):
         sargs.nodes = topo.get("nodes", args.nodes)
         sargs.mem_gib = topo.get("mem", args.mem_gib)
         sargs.memonly = topo.get("memonly", getattr(args, "memonly", 0))
+        sargs.dist = topo.get("dist", {})
         # The allocation job is capped at hugepage_alloc_threads=, by
         # default a quarter of the CPUs (one in our guests): give it every
         # CPU, so that both engines run it with helpers.
@@ -477,13 +486,14 @@ def cmd_hugetlbtest(args):
                 check(all(t > 1 for t in thr), f"{what}: padata ran the job "
                       f"with more than one thread ({thr})")
             if kb == 1048576 and eng == "rust":
-                # Nodes from sargs.nodes on have memory and no CPU.
+                # Nodes from sargs.nodes on have memory and no CPU: their
+                # pages go to their nearest node with CPUs.
+                near = topo.get("nearest", {})
                 check(bool(r["gigantic"]) and all(
-                    a == b for a, b in r["gigantic"].items()
-                    if a < sargs.nodes),
+                    b == near.get(a, a) for a, b in r["gigantic"].items()),
                     f"{what}: each node's gigantic pages were initialised on "
-                    f"a CPU of that node, nodes without CPUs aside "
-                    f"({r['gigantic']})")
+                    f"a CPU of that node, or of its nearest node with CPUs "
+                    f"for a node without ({r['gigantic']}, nearest {near})")
                 have = {n for n, c in got.items() if c}
                 check(set(r["gigantic"]) == have, f"{what}: the pages were "
                       f"initialised as pages of the nodes they are on "

@@ -30,9 +30,11 @@
  * @MT_JOB_AFFINITY_BY_INDEX: @mt_job.node_of tells which node each index
  *	lives on; helpers are queued on those nodes and take their own node's
  *	chunks first, then help with the others.
+ *	The chunks of a node without CPUs belong to its nearest node with CPUs
+ *	(numa_nearest_node() over N_CPU).
  * @MT_JOB_AFFINITY_BY_INDEX_STRICT: as %MT_JOB_AFFINITY_BY_INDEX, but the
  *	chunks of node N run only on a helper queued on node N or on the caller
- *	if numa_node_id() is N; chunks of nodes without CPUs or without a helper
+ *	if numa_node_id() is N; chunks of nodes without a helper
  *	(@mt_job.max_threads below the number of nodes) run on the caller.  A
  *	caller on a node without chunks, when the threads suffice for a helper
  *	on each node of the chunks (all with CPUs), does not count as a thread
@@ -102,7 +104,8 @@ enum mt_job_engine {
  *	min(@size / max(@min_chunk, @align), @max_threads).
  * @nr_off_node: out: chunks of a node (%MT_JOB_AFFINITY_NODE and the by-index
  *	affinities) that started on a CPU not in that node's cpumask_of_node();
- *	0 for the padata and serial engines, which do not count them.
+ *	0 for the padata and serial engines, which do not count them.  The
+ *	chunks of a by-index node without CPUs count as its nearest node's.
  */
 struct mt_job {
 	int (*thread_fn)(unsigned long start, unsigned long end, void *arg);

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # kunit.py QEMU configuration: x86_64, TCG, 4 vCPUs on 3 NUMA nodes with
 # uneven CPUs: node 0 has CPU 0, node 1 CPUs 1-3, node 2 memory and no CPU.
+# Distances (ACPI SLIT): node 2 is nearer to node 1 (15) than to node 0 (30),
+# so its nearest node with CPUs is not the first one (mt_job_test_cpuless_node).
 # One socket per CPU: CPUs of one socket share a cache and must share a node.
 # kunit.py passes '-m 1024'; the three memory backends add up to that.
 import os
@@ -28,4 +30,7 @@ CONFIG_SERIAL_8250_CONSOLE=y''',
 				   '-numa', 'node,nodeid=0,cpus=0,memdev=m0',
 				   '-numa', 'node,nodeid=1,cpus=1-3,memdev=m1',
 				   '-numa', 'node,nodeid=2,memdev=m2',
+				   '-numa', 'dist,src=0,dst=1,val=20',
+				   '-numa', 'dist,src=0,dst=2,val=30',
+				   '-numa', 'dist,src=1,dst=2,val=15',
 			   ])

@@ -276,10 +276,13 @@ pub enum Affinity<'a, I> {
     /// segments of chunks whose first index is on the same node; helpers are queued on those
     /// nodes, take the chunks of their own node first and then help with the others. The
     /// closure is called once per chunk before any chunk runs.
+    /// The chunks of a node without CPUs belong to its nearest node with CPUs
+    /// ([`NumaNode::nearest_with_cpus`]): a helper there takes them first, and they count as off
+    /// their node only when they run elsewhere.
     ByIndex(&'a (dyn Fn(I) -> Option<NumaNode> + Sync)),
     /// Like [`Affinity::ByIndex`], but a thread takes only the chunks of the node it works for:
     /// the chunks of node N run on a helper queued on node N, or on the caller if
-    /// [`NumaNode::current`] is N. Chunks of no node (`None`), of a node without CPUs, or of a node
+    /// [`NumaNode::current`] is N. Chunks of no node (`None`), or of a node
     /// no helper was queued for (when `max_threads` is below the number of nodes, or a helper
     /// could not be allocated) run on the caller. A caller on a node without chunks, in a job
     /// whose threads suffice for a helper on each node of its chunks (all with CPUs), does not
@@ -331,6 +334,7 @@ impl Report {
     /// Returns the number of chunks that have a node (by-index affinities, or
     /// [`Affinity::Node`]) and ran on a CPU that is not one of that node's
     /// ([`NumaNode::cpumask`]) when the chunk started.
+    /// The chunks of a by-index node without CPUs count as its nearest node's.
     pub fn off_node(&self) -> usize {
         self.off_node
     }
@@ -634,7 +638,7 @@ impl<'a, I: Index> Job<'a, I> {
         let node = match self.affinity {
             Affinity::Node(node) => Some(node),
             Affinity::ByIndex(node_of) | Affinity::ByIndexStrict(node_of) => {
-                node_of(I::from_u64(r.start)).filter(|n| n.is_possible())
+                plan::chunk_node(node_of, I::from_u64(r.start))
             }
             Affinity::None | Affinity::Interleave => None,
         };

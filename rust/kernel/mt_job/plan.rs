@@ -121,8 +121,7 @@ impl Plan {
         lo..lo.saturating_add(self.chunk).min(self.end)
     }
 
-    /// Cuts the chunks into runs whose first index is on the same node; a node that is not
-    /// possible counts as none.
+    /// Cuts the chunks into runs whose first index is on the same node ([`chunk_node`]).
     ///
     /// Returns `None` if the segments cannot be allocated; the job then has one segment.
     pub(super) fn segments<I: Index>(
@@ -132,7 +131,7 @@ impl Plan {
     ) -> Option<KVec<Segment>> {
         let mut segs = KVec::<Segment>::new();
         for k in 0..self.chunks {
-            let node = node_of(I::from_u64(self.range(k).start)).filter(|n| n.is_possible());
+            let node = chunk_node(node_of, I::from_u64(self.range(k).start));
             match segs.last_mut() {
                 Some(last) if last.node == node => last.end += 1,
                 _ => segs.push(Segment::new(k, k + 1, node), flags).ok()?,
@@ -140,6 +139,22 @@ impl Plan {
         }
         Some(segs)
     }
+}
+
+/// The node that the chunk starting at `index` belongs to, for placement and for
+/// [`Report::off_node`]: the node `node_of` names if it is possible, none otherwise.
+/// A node without CPUs counts as its nearest node with CPUs, so that a helper there takes its
+/// chunks.
+///
+/// [`Report::off_node`]: super::Report::off_node
+pub(super) fn chunk_node<I: Index>(
+    node_of: &(dyn Fn(I) -> Option<NumaNode> + Sync),
+    index: I,
+) -> Option<NumaNode> {
+    node_of(index)
+        .filter(|n| n.is_possible())
+        // numa_nearest_node(nid, N_CPU); a node with CPUs is its own nearest.
+        .and_then(NumaNode::nearest_with_cpus)
 }
 
 /// The chunks `start..end` of a job whose first index is on `node`, handed out by `next`.
