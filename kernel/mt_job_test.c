@@ -671,6 +671,39 @@ static void mt_job_test_nowait(struct kunit *test)
 	}
 }
 
+/*
+ * A strict job of one thread is one chunk, which runs on its node: on a
+ * helper there when the caller is elsewhere (here kept on another node).
+ */
+static void mt_job_test_strict_one_thread(struct kunit *test)
+{
+	struct by_index b = { .half = 0 };
+	struct mt_job job;
+
+	if (num_node_state(N_CPU) < 2)
+		kunit_skip(test, "needs 2 nodes with CPUs");
+	if (!IS_ENABLED(CONFIG_MT_JOB_RUST))
+		kunit_skip(test, "padata runs a job of one thread on the caller");
+	b.lo = first_node_with_cpus();
+	b.hi = next_node_in(b.lo, node_states[N_CPU]);
+	b.r = rec_alloc(test, 0, 1 << 10);
+	job = job_of(b.r, 0, b.r->nr);
+	job.thread_fn = by_index_fn;
+	job.fn_arg = &b;
+	job.max_threads = 1;
+	job.affinity = MT_JOB_AFFINITY_BY_INDEX_STRICT;
+	job.node_of = by_index_node;
+	KUNIT_ASSERT_EQ(test, set_cpus_allowed_ptr(current,
+						   cpumask_of_node(b.lo)), 0);
+	KUNIT_EXPECT_EQ(test, mt_job_run(&job), 0);
+	set_cpus_allowed_ptr(current, cpu_possible_mask);
+	expect_each_once(test, b.r);
+	KUNIT_EXPECT_EQ(test, b.r->nr_chunks, 1U);
+	KUNIT_EXPECT_EQ(test, b.r->chunks[0].node, b.hi);
+	KUNIT_EXPECT_EQ(test, job.nr_off_node, 0UL);
+	KUNIT_EXPECT_EQ(test, job.nr_threads, 1);
+}
+
 static int first_node_without_cpus(void)
 {
 	int node;
@@ -685,7 +718,7 @@ static int first_node_without_cpus(void)
 struct thirds {
 	struct rec *r;
 	int node[3];
-	/* The nodes of the CPUs that chunks of @cpuless started on. */
+	/* The nodes of the CPUs that chunks of node[2] started on. */
 	nodemask_t cpuless_ran_on;
 };
 
@@ -794,6 +827,8 @@ static void mt_job_test_cpuless_nearest(struct kunit *test)
 	t.node[1] = next_node_in(t.node[0], node_states[N_CPU]);
 	nearest = numa_nearest_node(t.node[2], N_CPU);
 	KUNIT_ASSERT_TRUE(test, node_state(nearest, N_CPU));
+	if (nearest == t.node[0])
+		kunit_skip(test, "needs distances that make another node nearest");
 	near = nodemask_of_node(nearest);
 	KUNIT_ASSERT_EQ(test, set_cpus_allowed_ptr(current,
 						   cpumask_of_node(t.node[0])), 0);
@@ -1172,6 +1207,7 @@ static struct kunit_case mt_job_test_cases[] = {
 	KUNIT_CASE(mt_job_test_affinity_by_index_strict),
 	KUNIT_CASE(mt_job_test_nowait),
 	KUNIT_CASE(mt_job_test_strict_nowait),
+	KUNIT_CASE(mt_job_test_strict_one_thread),
 	KUNIT_CASE(mt_job_test_cpuless_node),
 	KUNIT_CASE(mt_job_test_cpuless_nearest),
 	KUNIT_CASE_SLOW(mt_job_test_hotplug),

@@ -7,7 +7,8 @@
                      alternating; per point median/min/max and the ratio
   bench.py deferred  deferred struct page init per engine on guests of
                      several shapes, REPEAT boots each; medians, spread,
-                     the speedup of 2 vCPUs over 1, rust/padata
+                     the speedup of 2 vCPUs over 1, rust/padata, and when
+                     each helper started (scripts/helpertrace.py)
 
 Each writes its table as CSV and PNG plots under build/bench/ and prints it.
 Guests, initramfs and logs are those of scripts/guest.py.
@@ -22,6 +23,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchplot  # noqa: E402
 import guest  # noqa: E402
+import helpertrace  # noqa: E402
 
 ENGINE_RE = re.compile(
     r"mt_job_bench: fn=(\w+) aff=(\w+) cap=(\d+) size=(\d+) reps=(\d+) "
@@ -29,6 +31,9 @@ ENGINE_RE = re.compile(
     r"rust/padata=[\d.]+ rust_threads=(\d+)-(\d+) padata_threads=(\d+)")
 ENGINE_HEAD_RE = re.compile(r"mt_job_bench: (\d+) online CPUs, (\d+) nodes")
 ENGINE_DONE_RE = re.compile(r"mt_job_bench: done \((-?\d+)\)")
+# The printk timestamp of the head line and of each point's line.
+ENGINE_TS_RE = re.compile(r"^\[\s*(\d+\.\d+)\] mt_job_bench: (?:fn=|\d+ online)",
+                          re.M)
 ENGINE_FIELDS = ("fn", "aff", "cap", "size", "reps", "rust_med_ns",
                  "rust_min_ns", "rust_max_ns", "padata_med_ns",
                  "padata_min_ns", "padata_max_ns", "rust_min_threads",
@@ -63,7 +68,9 @@ def cmd_engine(args):
                   "benchmark sets each job's cap itself")
     args.timeout = max(args.timeout, 3600)
     extra = (f"mt_job_bench.run=1 mt_job_bench.max_size={args.max_size}"
-             + (f" mt_job_bench.reps={args.reps}" if args.reps else ""))
+             + (f" mt_job_bench.reps={args.reps}" if args.reps else "")
+             + (f" {helpertrace.PARAMS} trace_buf_size=32M"
+                if args.helper_trace and not args.smoke else ""))
     r, log = guest.boot(args, "rust", extra)
     name = f"engine-{shape(args)}" + ("-smoke" if args.smoke else "")
     path = guest.save_log(args, f"bench-{name}.log", log)
@@ -111,8 +118,57 @@ def cmd_engine(args):
               f"\n  slower: {fn} {aff} cap {cap} size {size}: {ratio:.2f}"
               for fn, aff, cap, size, ratio in worse))
     plot_engine(name, rows, args)
+    if args.helper_trace:
+        engine_helper_starts(name, rows, log)
     print(f"\nCSV {csv}; plots {benchplot.OUTDIR}/{name}-*.png; log {path}")
     return 0
+
+
+def engine_helper_starts(name, rows, log):
+    """Per point, when the helpers of each engine started after queue_work
+    (helpertrace.py): a point's helpers are those queued between the
+    benchmark's line before it and its own line (printk and the trace use
+    the same local clock)."""
+    starts = helpertrace.parse(log)
+    if starts is None:
+        print("\nno helper trace in the log (needs CONFIG_EVENT_TRACING)")
+        return
+    edges = [float(t) for t in ENGINE_TS_RE.findall(log)]
+    groups = helpertrace.by_window(starts, edges)
+    if len(groups) != len(rows):
+        print(f"\nhelper starts: {len(edges)} timestamps for {len(rows)} "
+              "points; not attributed")
+        return
+    print("\nHelper start (queue_work -> workqueue_execute_start, us) per "
+          "point with helpers: count, median, p99 of each engine:")
+    print(f"{'fn':5} {'aff':4} {'cap':>3} {'size':>8} {'rust n':>7} "
+          f"{'median':>7} {'p99':>7} {'padata n':>8} {'median':>7} "
+          f"{'p99':>7}")
+    out, every = [], {"rust": [], "padata": []}
+    for row, g in zip(rows, groups):
+        st = {}
+        for e in every:
+            hs = [h for h in g if h["engine"] == e]
+            every[e] += hs
+            st[e] = helpertrace.summary(hs)
+        if not st["rust"] and not st["padata"]:
+            continue
+        cells = []
+        for e in every:
+            v = st[e]
+            cells.append(f"{v[0]:>7} {v[1]:>7.1f} {v[3]:>7.1f}" if v else
+                         f"{0:>7} {'-':>7} {'-':>7}")
+            out.append((*row[:4], e, *(v[:5] if v else (0, 0, 0, 0, 0))))
+        print(f"{row[0]:5} {row[1]:4} {row[2]:>3} {row[3]:>8} "
+              f"{cells[0]} {cells[1]:>24}")
+    for e, hs in every.items():
+        v = helpertrace.summary(hs)
+        if v:
+            print(f"{e}: {v[0]} helpers, start median {v[1]:.1f} us, p90 "
+                  f"{v[2]:.1f}, p99 {v[3]:.1f}, max {v[4]:.1f}")
+    benchplot.write_csv(f"{name}-helpers", ("fn", "aff", "cap", "size",
+                        "engine", "helpers", "median_us", "p90_us",
+                        "p99_us", "max_us"), out)
 
 
 def engine_smoke(args, r, rows, head, done, path):
@@ -189,15 +245,18 @@ def cmd_deferred(args):
         if not m:
             guest.die(f"--guests entry {g!r}: NODESxVCPUSxGIB, e.g. 1x2x16")
         guests.append(tuple(map(int, m.groups())))
-    rows, res, failed = [], {}, []
+    rows, res, failed, hrows = [], {}, [], []
     header = ("guest", "engine", "boot", "node", "pages", "threads", "ran_on",
               "us")
+    hheader = ("guest", "engine", "boot", "node", "helper_engine", "cpu",
+               "on_node", "workqueue", "start_us")
+    extra = helpertrace.PARAMS if args.helper_trace else ""
     for nodes, cpus, mem in guests:
         args.nodes, args.cpus, args.mem_gib = nodes, cpus, mem
         # Engines alternate boot by boot, so that drift hits all of them.
         for i in range(args.repeat):
             for spec in args.engines:
-                r, log = guest.boot(args, spec)
+                r, log = guest.boot(args, spec, extra)
                 tag = f"{nodes}x{cpus}x{mem}-{spec.replace(':', '-')}-{i}"
                 path = guest.save_log(args, f"bench-deferred-{tag}.log", log)
                 if not r["ok"] or not r["nodes"]:
@@ -207,6 +266,14 @@ def cmd_deferred(args):
                           f"boot or report deferred init; see {path}",
                           file=sys.stderr)
                     continue
+                r["helpers"] = helpertrace.deferred_helpers(log)
+                if args.helper_trace and r["helpers"] is None:
+                    print(f"bench: no helper trace in {path} (needs "
+                          "CONFIG_EVENT_TRACING)", file=sys.stderr)
+                for h in r["helpers"] or []:
+                    hrows.append((f"{nodes}x{cpus}x{mem}", spec, i, h["node"],
+                                  h["engine"], h["cpu"], int(h["on_node"]),
+                                  h["workqueue"], round(h["us"], 1)))
                 res.setdefault((nodes, cpus, mem), {}).setdefault(
                     spec, []).append(r)
                 for node, n in sorted(r["nodes"].items()):
@@ -215,6 +282,8 @@ def cmd_deferred(args):
                                  n["us"]))
             # Written as boots finish: an interrupted run keeps its data.
             csv = benchplot.write_csv("deferred", header, rows)
+            if args.helper_trace:
+                benchplot.write_csv("deferred-helpers", hheader, hrows)
             print(f"{nodes}x{cpus}x{mem}: boot {i + 1} of {args.repeat} "
                   "done", file=sys.stderr, flush=True)
     if not res:
@@ -269,12 +338,73 @@ def cmd_deferred(args):
                     print(f"1 node x {m} GiB, {spec}: 2 vCPUs "
                           f"{med[(1, 1, m), spec] / med[(1, 2, m), spec]:.2f}x "
                           "faster than 1")
+    if args.helper_trace:
+        print_helper_starts(res, args)
     if failed:
         print(f"{len(failed)} boots failed and are left out: {failed}")
     plot_deferred(res, med, args)
     print(f"\nCSV {csv}; plots {benchplot.OUTDIR}/deferred-*.png; logs "
           f"{args.logdir}/bench-deferred-*.log")
     return 0
+
+
+def helper_stats(res, args):
+    """{(guest, spec): helpertrace.summary()} of deferred init's helpers
+    over every boot."""
+    out = {}
+    for g, by_spec in res.items():
+        for spec in args.engines:
+            runs = by_spec.get(spec, [])
+            st = helpertrace.summary([h for r in runs
+                                      for h in r.get("helpers") or []])
+            if st:
+                out[g, spec] = st
+    return out
+
+
+def print_helper_starts(res, args):
+    """The helper start table: from queue_work() to the helper's start
+    (workqueue_execute_start), deferred init's helpers of every boot."""
+    st = helper_stats(res, args)
+    print("\nHelper start of deferred init (queue_work -> "
+          "workqueue_execute_start, us, every helper of every boot; on "
+          "node: started on a CPU of its node):")
+    print(f"{'guest':10} {'engine':26} {'helpers':>7} {'median':>8} "
+          f"{'p90':>8} {'p99':>8} {'max':>8} {'on node':>8}")
+    for (g, spec), (n, m, p90, p99, mx, on) in st.items():
+        print(f"{'x'.join(map(str, g)):10} {spec:26} {n:>7} {m:>8.0f} "
+              f"{p90:>8.0f} {p99:>8.0f} {mx:>8.0f} "
+              f"{'-' if on is None else f'{on:.0%}':>8}")
+    for g in res:
+        a, b = st.get((g, "rust")), st.get((g, "padata"))
+        if a and b:
+            print(f"{'x'.join(map(str, g))}: helper start rust/padata "
+                  f"median {a[1] / b[1]:.2f}, p99 {a[3] / b[3]:.2f}")
+    plot_helper_starts(st, args)
+
+
+def plot_helper_starts(st, args):
+    plt = benchplot.pyplot()
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    gs = sorted({g for g, _ in st})
+    width = 0.8 / max(len(args.engines), 1)
+    for k, spec in enumerate(args.engines):
+        pts = [(j + k * width, st[g, spec]) for j, g in enumerate(gs)
+               if (g, spec) in st]
+        if not pts:
+            continue
+        xs = [x for x, _ in pts]
+        ax.bar(xs, [v[1] for _, v in pts], width, label=f"{spec} median")
+        ax.scatter(xs, [v[3] for _, v in pts], marker="_", s=200,
+                   color="black", zorder=3)
+    ax.scatter([], [], marker="_", color="black", label="p99")
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(gs))])
+    ax.set_xticklabels([f"{n} node(s), {c} vCPU(s), {m} GiB"
+                        for n, c, m in gs], fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylabel("helper start after queue_work, us")
+    ax.legend(fontsize=8)
+    benchplot.save(fig, "deferred-helper-start")
 
 
 def plot_deferred(res, med, args):
@@ -343,6 +473,9 @@ def main():
                     help="deferred: engine specs as for scripts/guest.py")
     ap.add_argument("--repeat", type=int, default=9,
                     help="deferred: boots per engine and guest")
+    ap.add_argument("--helper-trace", action=argparse.BooleanOptionalAction,
+                    default=True, help="deferred: record when each helper "
+                    "starts (workqueue tracepoints from boot)")
     ap.add_argument("--append", default="", help="extra kernel parameters")
     ap.add_argument("--accel", choices=("tcg", "kvm"), default="tcg")
     ap.add_argument("--timeout", type=int, default=300, help="seconds a boot")

@@ -104,30 +104,34 @@ def assign_added(patches, path, owner, lines):
 
     A claim takes the lines from one matching its start regex to the end of
     the run, or, if it has an end regex, to the first line matching that,
-    after which the lines go back to whoever had them before.  A claim that
-    ends on a function's closing brace ("}" alone) takes the blank line
-    after it too, so that the patches before it keep one blank line between
-    the functions around it, not two.
+    after which the lines go back to whoever had them before.  A claimed
+    block with an end regex that starts after a blank line takes the blank
+    line after it too, so that the patches before it keep one blank line
+    between the blocks around it, not two.
     """
     claims = [(i, start, end) for i, p in enumerate(patches)
               for f, start, end in p.claims if f == path]
     out, cur, back, until, tail = [], owner, None, None, None
+    after_blank, prev = False, None
     for line in lines:
         if tail is not None:
             done, tail = tail, None
             if line.strip() == "":
                 out.append(done)
+                prev = line
                 continue
         for i, start, end in claims:
             if until is None and start.search(line):
                 if end is not None:
                     back, until = cur, end
+                    after_blank = prev is not None and prev.strip() == ""
                 cur = i
         out.append(cur)
         if until is not None and until.search(line):
-            if line.rstrip() == "}":
+            if after_blank:
                 tail = cur
             cur, back, until = back, None, None
+        prev = line
     return out
 
 

@@ -38,7 +38,8 @@
  *	(@mt_job.max_threads below the number of nodes) run on the caller.  A
  *	caller on a node without chunks, when the threads suffice for a helper
  *	on each node of the chunks (all with CPUs), does not count as a thread
- *	and runs only what the helpers left.
+ *	and runs only what the helpers left.  A job of one thread is one chunk:
+ *	a helper on its node runs it, unless the caller is on that node.
  *
  * Whatever the affinity, once every helper has finished or was cancelled
  * before it started, the caller runs any chunk left, so placement is best

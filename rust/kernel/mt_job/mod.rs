@@ -268,6 +268,9 @@ pub enum Affinity<'a, I> {
     /// [`Job::alloc_flags`]), a job run from a work item, or a calling thread with `PF_MEMALLOC`
     /// set ([`Scope::may_wait`]). The job uses at most as many threads as the node has online
     /// CPUs.
+    /// Unlike the chunks of a by-index job, a job on a node without CPUs is not moved to the
+    /// nearest node with CPUs: the caller runs it alone, as upstream runs such a node's deferred
+    /// struct page init on one thread.
     ///
     /// [`Scope::may_wait`]: crate::workqueue::Scope::may_wait
     Node(NumaNode),
@@ -287,7 +290,8 @@ pub enum Affinity<'a, I> {
     /// could not be allocated) run on the caller. A caller on a node without chunks, in a job
     /// whose threads suffice for a helper on each node of its chunks (all with CPUs), does not
     /// count as a thread: each of those nodes gets a helper, and the caller runs only what they
-    /// left.
+    /// left. A job of one thread is one chunk: a helper on its node runs it, unless the caller is
+    /// on that node.
     /// Placement is best effort: whatever a helper could not do (it was cancelled, or its node
     /// lost its CPUs) the caller runs after the helpers finished, and [`Report::off_node`]
     /// counts it.
@@ -587,11 +591,15 @@ impl<'a, I: Index> Job<'a, I> {
         }
         let node = match self.affinity {
             Affinity::Node(node) => Some(node),
+            // A strict job of one thread is one chunk, which belongs on its node.
+            Affinity::ByIndexStrict(node_of) if plan.threads == 1 => {
+                plan::chunk_node(node_of, I::from_u64(plan.range(0).start))
+            }
             _ => None,
         };
         // A job of one thread that the calling thread may run needs no helper and no segments:
-        // one call, as padata runs a job of one thread. A `Node` job of another node goes on
-        // below, to a helper on that node.
+        // one call, as padata runs a job of one thread. A `Node` or strict job whose node is
+        // another goes on below, to a helper on that node.
         if plan.threads == 1 && node.is_none_or(on_node) {
             return self.run_alone(&plan, &f);
         }

@@ -141,27 +141,26 @@ impl Plan {
     }
 }
 
-/// The node that the chunk starting at `index` belongs to, for placement and for
+/// The node that the chunk starting at `index` is placed on, for placement and for
 /// [`Report::off_node`]: the node `node_of` names if it is possible, none otherwise.
+///
 /// A node without CPUs counts as its nearest node with CPUs, so that a helper there takes its
-/// chunks.
+/// chunks. That node is chosen when the job is planned: if it loses its CPUs before its helper
+/// is queued, the caller runs the chunks.
 ///
 /// [`Report::off_node`]: super::Report::off_node
 pub(super) fn chunk_node<I: Index>(
     node_of: &(dyn Fn(I) -> Option<NumaNode> + Sync),
     index: I,
 ) -> Option<NumaNode> {
-    node_of(index)
-        .filter(|n| n.is_possible())
-        // numa_nearest_node(nid, N_CPU); a node with CPUs is its own nearest.
-        .and_then(NumaNode::nearest_with_cpus)
+    node_of(index).and_then(NumaNode::nearest_with_cpus)
 }
 
 /// The chunks `start..end` of a job whose first index is on `node`, handed out by `next`.
 pub(super) struct Segment {
     pub(super) start: usize,
     pub(super) end: usize,
-    /// The node of the segment's indices, if they have one.
+    /// The node the segment's chunks are placed on ([`chunk_node`]), if any.
     pub(super) node: Option<NumaNode>,
     /// The position of the next chunk to hand out, relative to `start`; may run past the end.
     pub(super) next: Atomic<usize>,
