@@ -282,14 +282,16 @@ def fill_cover(outdir, cover):
         f.write(text)
 
 
-def build_each(tree, kbuild, patches, llvm, config, skip_last=False):
+def build_each(tree, kbuild, patches, llvm, config, skip_last=False,
+               first=1):
     """Build every commit of the series in a separate work tree.
 
     Each build starts from CONFIG (the full series' .config) through
     olddefconfig, so that a symbol a later patch adds is not lost because an
     earlier patch did not know it yet.  With SKIP_LAST the last commit, whose
     tree is the overlay (checked by build_series()), is not built again: the
-    caller built the overlay with CONFIG.
+    caller built the overlay with CONFIG.  Patches before FIRST are not
+    built (an earlier run built them; the build directory holds the last).
     """
     with open(config) as f:
         full = f.read()
@@ -302,6 +304,8 @@ def build_each(tree, kbuild, patches, llvm, config, skip_last=False):
         print(f"series: patch {len(commits)} is the overlay, built as "
               f"{os.path.dirname(config)}: not built again")
     for i, c in enumerate(commits[:-1] if skip_last else commits, 1):
+        if i < first:
+            continue
         git(wt, "checkout", "-q", "--detach", c)
         print(f"series: building {i}/{len(commits)}: "
               f"{git(wt, 'log', '-1', '--format=%s')}", flush=True)
@@ -335,6 +339,9 @@ def main():
     ap.add_argument("--build", metavar="KBUILD",
                     help="build each patch in this build directory")
     ap.add_argument("--llvm", default=os.environ.get("LLVM", "-19"))
+    ap.add_argument("--first", type=int, default=1, metavar="N",
+                    help="with --build: start at patch N (an earlier run of "
+                    "the same series built the ones before)")
     ap.add_argument("--skip-last", action="store_true",
                     help="do not build the last patch (the overlay, which "
                     "the build directory of --config holds)")
@@ -347,7 +354,8 @@ def main():
     build_series(os.path.abspath(args.tree), patches, args.out)
     if args.build:
         build_each(os.path.abspath(args.tree), os.path.abspath(args.build),
-                   patches, args.llvm, args.config, args.skip_last)
+                   patches, args.llvm, args.config, args.skip_last,
+                   args.first)
 
 
 if __name__ == "__main__":
