@@ -64,7 +64,7 @@ help:
 	@echo "make bench-engine   mt_job_run() vs padata_do_multithreaded(), same jobs, one boot"
 	@echo "make bench-deferred deferred init per engine on 4 guest shapes, 9 boots each"
 	@echo "make stress  sanitizers, random jobs, fault injection, hotplug, 8-node server (hours)"
-	@echo "make series  cut the overlay into the RFC patches (build/series/)"
+	@echo "make series  cut the overlay into the RFC patches (build/series-7.3/)"
 	@echo "make series-build  build every patch of the series in turn"
 
 setup:

@@ -69,7 +69,7 @@ def cmd_engine(args):
     args.timeout = max(args.timeout, 3600)
     extra = (f"mt_job_bench.run=1 mt_job_bench.max_size={args.max_size}"
              + (f" mt_job_bench.reps={args.reps}" if args.reps else "")
-             + (f" {helpertrace.PARAMS} trace_buf_size=32M"
+             + (f" {helpertrace.params(32)}"
                 if args.helper_trace and not args.smoke else ""))
     r, log = guest.boot(args, "rust", extra)
     name = f"engine-{shape(args)}" + ("-smoke" if args.smoke else "")
@@ -127,8 +127,8 @@ def cmd_engine(args):
 def engine_helper_starts(name, rows, log):
     """Per point, when the helpers of each engine started after queue_work
     (helpertrace.py): a point's helpers are those queued between the
-    benchmark's line before it and its own line (printk and the trace use
-    the same local clock)."""
+    benchmark's line before it and its own line (printk and the global
+    trace clock both read sched_clock_cpu())."""
     starts = helpertrace.parse(log)
     if starts is None:
         print("\nno helper trace in the log (needs CONFIG_EVENT_TRACING)")
@@ -250,7 +250,7 @@ def cmd_deferred(args):
               "us")
     hheader = ("guest", "engine", "boot", "node", "helper_engine", "cpu",
                "on_node", "workqueue", "start_us")
-    extra = helpertrace.PARAMS if args.helper_trace else ""
+    extra = helpertrace.params() if args.helper_trace else ""
     for nodes, cpus, mem in guests:
         args.nodes, args.cpus, args.mem_gib = nodes, cpus, mem
         # Engines alternate boot by boot, so that drift hits all of them.
@@ -474,8 +474,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=9,
                     help="deferred: boots per engine and guest")
     ap.add_argument("--helper-trace", action=argparse.BooleanOptionalAction,
-                    default=True, help="deferred: record when each helper "
-                    "starts (workqueue tracepoints from boot)")
+                    default=True, help="engine and deferred: record when "
+                    "each helper starts (workqueue tracepoints from boot; "
+                    "--no-helper-trace: off)")
     ap.add_argument("--append", default="", help="extra kernel parameters")
     ap.add_argument("--accel", choices=("tcg", "kvm"), default="tcg")
     ap.add_argument("--timeout", type=int, default=300, help="seconds a boot")

@@ -4,8 +4,11 @@ tracepoints (no code in the kernel under test).
 
 A guest booted with PARAMS records workqueue:workqueue_queue_work and
 workqueue:workqueue_execute_start from early boot (trace_event=, enabled at
-early_initcall time, before deferred init), with the local clock that printk
-uses too; tests/guest/init prints the events of job helpers between
+early_initcall time, before deferred init), with the global trace clock:
+sched_clock_cpu(), as printk's timestamps, and monotonic across CPUs (the
+guests' TSCs are marked unsynchronized, so the raw per-CPU "local" clock
+could put an offset between a queueing and a starting CPU into the
+latency); tests/guest/init prints the events of job helpers between
 MTJOB-TRACE and MTJOB-TRACE-END:
 
 - padata's helpers run padata_mt_helper() (queue_work_node() in
@@ -25,8 +28,13 @@ import re
 import statistics
 
 PARAMS = ("trace_event=workqueue:workqueue_queue_work,"
-          "workqueue:workqueue_execute_start trace_clock=local "
-          "trace_buf_size=8M mtjob.wqtrace")
+          "workqueue:workqueue_execute_start trace_clock=global "
+          "mtjob.wqtrace")
+
+
+def params(buf_mb=8):
+    """The kernel parameters, with a trace buffer of BUF_MB MiB per CPU."""
+    return f"{PARAMS} trace_buf_size={buf_mb}M"
 
 # "<comm>-<pid> [cpu] flags ts: event: work struct[=| ]<hash>[:] function[=| ]<fn>"
 EVENT_RE = re.compile(

@@ -4,7 +4,7 @@
 
 Writes commits on the branch 'series' of the base tree (without touching its
 work tree: a private index is used) and 'git format-patch' files with a cover
-letter into build/series/.  With --build, checks out each commit in a
+letter into build/series-7.3/.  With --build, checks out each commit in a
 separate work tree and builds it, so that every patch is shown to build.
 
 The overlay's content is the sum of the series: the last commit's tree is
@@ -21,7 +21,7 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "scripts"))
-# The overlay and its series/ (v7.3/ for BASE=7.3): --overlay, or the
+# The overlay and its series/: --overlay, or the
 # Makefile's OVERLAY.
 OVERLAY = os.environ.get("OVERLAY", REPO)
 import overlay  # noqa: E402
@@ -99,7 +99,7 @@ def owners(patches, paths):
     return own
 
 
-def assign_added(patches, path, owner, lines):
+def assign_added(patches, path, owner, lines, before=None):
     """Patch index of each line of one run of added LINES of PATH.
 
     A claim takes the lines from one matching its start regex to the end of
@@ -107,12 +107,13 @@ def assign_added(patches, path, owner, lines):
     after which the lines go back to whoever had them before.  A claimed
     block with an end regex that starts after a blank line takes the blank
     line after it too, so that the patches before it keep one blank line
-    between the blocks around it, not two.
+    between the blocks around it, not two.  BEFORE is the line before the
+    run (None at the start of the file).
     """
     claims = [(i, start, end) for i, p in enumerate(patches)
               for f, start, end in p.claims if f == path]
     out, cur, back, until, tail = [], owner, None, None, None
-    after_blank, prev = False, None
+    after_blank, prev = False, before
     for line in lines:
         if tail is not None:
             done, tail = tail, None
@@ -195,7 +196,9 @@ def stage_contents(patches, tree, path, owner, final, base):
         # Removed lines go with the file's owner; added ones with their patch.
         pieces.append((b[i1:i2], 0, owner - 1))
         added = f[j1:j2]
-        for line, k in zip(added, assign_added(patches, path, owner, added)):
+        before = f[j1 - 1] if j1 > 0 else None
+        for line, k in zip(added, assign_added(patches, path, owner, added,
+                                               before)):
             # An earlier patch may carry the line in an interim form, which
             # the line's own patch then replaces.
             for i, p in enumerate(patches[:k]):
@@ -323,7 +326,12 @@ def build_each(tree, kbuild, patches, llvm, config, skip_last=False,
         if res.returncode:
             sys.stdout.write(res.stdout[-3000:] + res.stderr[-3000:])
             die(f"patch {i} does not build")
-    print(f"series: all {len(commits)} patches build")
+    last = len(commits) - 1 if skip_last else len(commits)
+    if first > 1:
+        print(f"series: patches {first}-{last} build (1-{first - 1}: "
+              "an earlier run)")
+    else:
+        print(f"series: all {len(commits)} patches build")
 
 
 def main():
@@ -349,6 +357,8 @@ def main():
         "KBUILD", os.path.join(REPO, "build", "kbuild-7.3")), ".config"),
                     help="the .config every patch is built with")
     args = ap.parse_args()
+    if args.first < 1 or (args.first > 1 and not args.build):
+        die("--first N needs --build and N >= 1")
     globals()["OVERLAY"] = os.path.abspath(args.overlay)
     patches = parse_conf(os.path.join(OVERLAY, "series", "series.conf"))
     build_series(os.path.abspath(args.tree), patches, args.out)
