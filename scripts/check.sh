@@ -54,7 +54,7 @@ finish() {
 stage setup make -s -C "$repo" setup-if-needed || { count 1; finish; }
 stage kernel make -s -C "$repo" kernel; rc=$?
 count $rc
-[ $rc = 0 ] || { tail -n 40 "${BUILD_LOG:-$repo/build/build.log}"; finish; }
+[ $rc = 0 ] || { tail -n 40 "${BUILD_LOG:-$repo/build/build-7.3.log}"; finish; }
 
 # Warnings (rustc, clippy, clang) from the files the series adds or changes.
 # An incremental build only shows the warnings of what it recompiled, so our
@@ -198,9 +198,9 @@ lockdep_report() {
 stage lockdep lockdep_report; count $?
 
 # The guest suites in CI's 'make check': hugetlbtest boots the Rust engine on
-# every scenario and padata on its first (hugetlbtest --quick), freetest runs
-# a quarter of its cases (freetest --quick: every policy, one case of each
-# kind); 'make check-full' runs them whole.
+# every scenario and padata on the first three (hugetlbtest --quick),
+# freetest runs 12 of its 25 cases and half the hotplug time (freetest
+# --quick, see tests/guest/free.sh); 'make check-full' runs them whole.
 quick=--quick
 [ "$CHECK_FULL" = 1 ] && quick=
 guest_suite() {	# guest_suite NAME: run 'guest.py NAME' (both engines where it boots each)
@@ -257,8 +257,8 @@ norust() {
 	echo "kernel without Rust: same deferred pages per node as the Rust kernel"
 }
 # Every patch of the series builds (one full build in a second build
-# directory, then one incremental build per patch: about 35 minutes for 24
-# patches).
+# directory, then one incremental build per patch: about 45 minutes for the
+# 26 patches here).
 if [ "$CHECK_FULL" = 1 ]; then
 	stage norust norust; count $?
 	stage series-build make -s -C "$repo" series-build SKIP_LAST=1; count $?

@@ -7,7 +7,7 @@
 #            png=<gathers that did not grow>
 # (the /proc/vmstat tlb_parallel_free* deltas over the case), and first
 #   FREEDEFAULT parallel_free=<sysctl at boot> counters=<sum at boot>
-# mtjob.free=quick runs one case of each kind (see full_case below).
+# mtjob.free=quick leaves out the cases run with full_case (below).
 # The benchmark prints BENCH lines; mtjob.free=hotplug runs teardowns while
 # CPUs go offline and online and prints FREECASE hotplug ... cycles=<N>.
 
@@ -302,11 +302,13 @@ inject() {
 echo "FREEDEFAULT parallel_free=$(cat $VM/parallel_free)" \
 	"counters=$(counters | awk '{ print $1 + $2 + $3 + $4 }')"
 swap_on_zram || echo "free.sh: no swap on zram"
-# mtjob.free=quick ('make check'): the cases run by full_case are left out, so
-# that one case of each kind remains: off by default, the sysctl bounds,
-# below the threshold, munmap() and exit() with and without THP, a COW
-# fork, four of the policies that refuse helpers, OOM mid-teardown and the
-# lowest threshold.  mtjob.free=test ('make check-full') runs every case.
+# mtjob.free=quick ('make check'): the cases run by full_case are left out;
+# 12 of 25 remain: off by default, the sysctl bounds, below the threshold,
+# munmap() of 2 GiB without THP and exit() with, a COW fork, four of the
+# policies that refuse helpers (not taskset, cpu.weight or cpu.idle), OOM
+# mid-teardown and the lowest threshold; nothing of swap, concurrent exits,
+# pressure or vm.parallel_free_by_node=0.  mtjob.free=test ('make
+# check-full') runs every case.
 full_case() {
 	[ "$(arg mtjob.free)" = test ] || return 0
 	run_case "$@"
