@@ -58,6 +58,29 @@ def expected_points(max_size, cpus):
             for c in caps for s in sizes}
 
 
+def mem_available_gib():
+    """The host's MemAvailable in GiB, or 0 if /proc/meminfo does not say."""
+    try:
+        with open("/proc/meminfo") as f:
+            m = re.search(r"^MemAvailable:\s+(\d+) kB", f.read(), re.M)
+    except OSError:
+        return 0
+    return int(m.group(1)) / 2**20 if m else 0
+
+
+def set_prealloc(args):
+    """Sets the memory backends' options for a guest of args.mem_gib GiB
+    (--prealloc) and says which."""
+    on = args.prealloc == "on" or (
+        args.prealloc == "auto" and args.mem_gib <= 0.8 * mem_available_gib())
+    args.mem_opts = ",prealloc=on" if on else ""
+    print(f"bench: {args.mem_gib} GiB guest, memory "
+          + ("preallocated by QEMU" if on else
+             "allocated on the guest's first touch (no prealloc: timings "
+             "include host page faults)"), file=sys.stderr)
+    return on
+
+
 def cmd_engine(args):
     if guest.kconfig(args, "MT_JOB_BENCH") != "y":
         guest.die("the kernel has no CONFIG_MT_JOB_BENCH=y: add it to "
@@ -71,6 +94,7 @@ def cmd_engine(args):
              + (f" mt_job_bench.reps={args.reps}" if args.reps else "")
              + (f" {helpertrace.params(32)}"
                 if args.helper_trace and not args.smoke else ""))
+    set_prealloc(args)
     r, log = guest.boot(args, "rust", extra)
     name = f"engine-{shape(args)}" + ("-smoke" if args.smoke else "")
     path = guest.save_log(args, f"bench-{name}.log", log)
@@ -165,7 +189,10 @@ def engine_helper_starts(name, rows, log):
         v = helpertrace.summary(hs)
         if v:
             print(f"{e}: {v[0]} helpers, start median {v[1]:.1f} us, p90 "
-                  f"{v[2]:.1f}, p99 {v[3]:.1f}, max {v[4]:.1f}")
+                  f"{v[2]:.1f}, p99 {v[3]:.1f}, max {v[4]:.1f}"
+                  + ("" if v[6] is None else
+                     f", {v[6]:.0%} on a worker forked for it")
+                  + f", {v[7]:.0%} on the queueing CPU")
     benchplot.write_csv(f"{name}-helpers", ("fn", "aff", "cap", "size",
                         "engine", "helpers", "median_us", "p90_us",
                         "p99_us", "max_us"), out)
@@ -245,14 +272,15 @@ def cmd_deferred(args):
         if not m:
             guest.die(f"--guests entry {g!r}: NODESxVCPUSxGIB, e.g. 1x2x16")
         guests.append(tuple(map(int, m.groups())))
-    rows, res, failed, hrows = [], {}, [], []
+    rows, res, failed, hrows, prealloc = [], {}, [], [], {}
     header = ("guest", "engine", "boot", "node", "pages", "threads", "ran_on",
               "us")
     hheader = ("guest", "engine", "boot", "node", "helper_engine", "cpu",
-               "on_node", "workqueue", "start_us")
+               "on_node", "workqueue", "start_us", "new_worker", "same_cpu")
     extra = helpertrace.params() if args.helper_trace else ""
     for nodes, cpus, mem in guests:
         args.nodes, args.cpus, args.mem_gib = nodes, cpus, mem
+        prealloc[nodes, cpus, mem] = set_prealloc(args)
         # Engines alternate boot by boot, so that drift hits all of them.
         for i in range(args.repeat):
             for spec in args.engines:
@@ -273,7 +301,10 @@ def cmd_deferred(args):
                 for h in r["helpers"] or []:
                     hrows.append((f"{nodes}x{cpus}x{mem}", spec, i, h["node"],
                                   h["engine"], h["cpu"], int(h["on_node"]),
-                                  h["workqueue"], round(h["us"], 1)))
+                                  h["workqueue"], round(h["us"], 1),
+                                  "" if h["new_worker"] is None
+                                  else int(h["new_worker"]),
+                                  int(h["same_cpu"])))
                 res.setdefault((nodes, cpus, mem), {}).setdefault(
                     spec, []).append(r)
                 for node, n in sorted(r["nodes"].items()):
@@ -292,6 +323,9 @@ def cmd_deferred(args):
           f"guest ({args.accel.upper()} on {os.cpu_count()} host CPUs, kernel "
           f"{args.kbuild}), engines alternating; the time of a boot is its "
           "slowest node's (nodes run at once); us:")
+    print("guest memory preallocated by QEMU: " + ", ".join(
+        f"{'x'.join(map(str, g))} {'yes' if on else 'no'}"
+        for g, on in prealloc.items()))
     print(f"{'guest (nodes x vCPUs x GiB)':28} {'engine':26} {'threads':>7} "
           f"{'median':>8} {'min':>8} {'max':>8}   per node medians")
     med = {}
@@ -368,13 +402,18 @@ def print_helper_starts(res, args):
     st = helper_stats(res, args)
     print("\nHelper start of deferred init (queue_work -> "
           "workqueue_execute_start, us, every helper of every boot; on "
-          "node: started on a CPU of its node):")
+          "node: started on a CPU of its node; new worker: on a kworker "
+          "forked after it was queued; same CPU: on the CPU that queued "
+          "it):")
     print(f"{'guest':10} {'engine':26} {'helpers':>7} {'median':>8} "
-          f"{'p90':>8} {'p99':>8} {'max':>8} {'on node':>8}")
-    for (g, spec), (n, m, p90, p99, mx, on) in st.items():
+          f"{'p90':>8} {'p99':>8} {'max':>8} {'on node':>8} "
+          f"{'new worker':>10} {'same CPU':>8}")
+    for (g, spec), (n, m, p90, p99, mx, on, new, same) in st.items():
         print(f"{'x'.join(map(str, g)):10} {spec:26} {n:>7} {m:>8.0f} "
               f"{p90:>8.0f} {p99:>8.0f} {mx:>8.0f} "
-              f"{'-' if on is None else f'{on:.0%}':>8}")
+              f"{'-' if on is None else f'{on:.0%}':>8} "
+              f"{'-' if new is None else f'{new:.0%}':>10} "
+              f"{same:>8.0%}")
     for g in res:
         a, b = st.get((g, "rust")), st.get((g, "padata"))
         if a and b:
@@ -477,12 +516,22 @@ def main():
                     default=True, help="engine and deferred: record when "
                     "each helper starts (workqueue tracepoints from boot; "
                     "--no-helper-trace: off)")
+    ap.add_argument("--prealloc", choices=("auto", "on", "off"),
+                    default="auto",
+                    help="QEMU allocates and touches all guest memory "
+                    "before the guest starts (memory-backend-ram "
+                    "prealloc=on), so that the host's page faults on the "
+                    "guest's first touches are not in its timings (without "
+                    "it, deferred init times were bimodal boot to boot); "
+                    "auto (default): on for a guest whose memory fits in "
+                    "80%% of the host's MemAvailable")
     ap.add_argument("--append", default="", help="extra kernel parameters")
     ap.add_argument("--accel", choices=("tcg", "kvm"), default="tcg")
     ap.add_argument("--timeout", type=int, default=300, help="seconds a boot")
     ap.add_argument("--logdir", default=os.path.join(guest.REPO, "build",
                                                      "logs"))
     args = ap.parse_args()
+
     args.engines = [e for e in args.engines.split(",") if e]
     for e in args.engines:
         if guest.split_spec(e)[0] not in ("rust", "padata", "serial"):

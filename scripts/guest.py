@@ -140,12 +140,16 @@ def qemu_cmd(args, kernel, initrd, cmdline):
            "-smp", f"{args.cpus},sockets={args.nodes}",
            "-nodefaults", "-nographic", "-no-reboot", "-serial", "stdio",
            "-kernel", kernel, "-initrd", initrd, "-append", cmdline]
+    # Extra options of every node's memory backend (bench.py --prealloc).
+    mopts = getattr(args, "mem_opts", "")
     for n in range(args.nodes):
         lo, hi = n * per_cpu, (n + 1) * per_cpu - 1
-        cmd += ["-object", f"memory-backend-ram,id=m{n},size={per_mem}G",
+        cmd += ["-object",
+                f"memory-backend-ram,id=m{n},size={per_mem}G{mopts}",
                 "-numa", f"node,nodeid={n},cpus={lo}-{hi},memdev=m{n}"]
     for n in range(args.nodes, args.nodes + memonly):
-        cmd += ["-object", f"memory-backend-ram,id=m{n},size={per_mem}G",
+        cmd += ["-object",
+                f"memory-backend-ram,id=m{n},size={per_mem}G{mopts}",
                 "-numa", f"node,nodeid={n},memdev=m{n}"]
     # Node distances (ACPI SLIT), {(a, b): distance}: QEMU wants one of
     # each pair of nodes.

@@ -19,7 +19,10 @@ MTJOB-TRACE and MTJOB-TRACE-END:
 
 A helper's start latency is the time from its queue_work event to its
 execute_start event, matched by work struct (the trace hashes the pointer,
-the same way within a boot). The helper takes its first chunk right after
+the same way within a boot).  sched:sched_process_fork tells whether the
+worker that ran it was forked after it was queued: a helper that found no
+idle worker in its pool and waited for the pool's manager to create one
+("new worker"). The helper takes its first chunk right after
 execute_start, with no sleep or queueing in between. Tracing costs each
 work item two events of a few hundred nanoseconds, for every engine alike.
 """
@@ -28,7 +31,8 @@ import re
 import statistics
 
 PARAMS = ("trace_event=workqueue:workqueue_queue_work,"
-          "workqueue:workqueue_execute_start trace_clock=global "
+          "workqueue:workqueue_execute_start,sched:sched_process_fork "
+          "trace_clock=global "
           "mtjob.wqtrace")
 
 
@@ -42,6 +46,10 @@ EVENT_RE = re.compile(
     r"\S+\s+(?P<ts>\d+\.\d+): (?P<ev>workqueue_queue_work|"
     r"workqueue_execute_start): work struct[= ](?P<work>[0-9a-f]+):? "
     r"function[= ](?P<fn>\S+)(?: workqueue=(?P<wq>\S+))?")
+# "... ts: sched_process_fork: comm=kthreadd pid=2 child_comm=kthreadd
+# child_pid=57"
+FORK_RE = re.compile(r"\s(?P<ts>\d+\.\d+): sched_process_fork: .*"
+                     r"child_pid=(?P<pid>\d+)")
 NODE_CPUS_RE = re.compile(r"^node(\d+) cpus (\S*)$", re.M)
 
 
@@ -72,26 +80,36 @@ def parse(log):
     """Helper starts in LOG: a list of dicts with the engine, the queueing
     task (comm), the workqueue, when it was queued (seconds since boot, the
     clock of printk's timestamps), the CPU it started on and the latency in
-    microseconds, in the order they started.  Returns None if the guest
-    printed no trace."""
+    microseconds, in the order they started, whether it started on
+    the CPU that queued it ("same_cpu"), and "new_worker": whether the
+    worker that ran it was forked after it was queued (None when the trace
+    has no fork events).  Returns None if the guest printed no trace."""
     if "MTJOB-TRACE\n" not in log:
         return None
     body = log.split("MTJOB-TRACE\n", 1)[1].split("MTJOB-TRACE-END", 1)[0]
-    queued, out = {}, []
+    queued, out, forked = {}, [], {}
+    forks = "sched_process_fork" in body
     for line in body.splitlines():
+        f = FORK_RE.search(line)
+        if f:
+            forked[int(f["pid"])] = float(f["ts"])
+            continue
         m = EVENT_RE.match(line)
         if not m or not helper_engine(m["fn"]):
             continue
         ts = float(m["ts"])
         if m["ev"] == "workqueue_queue_work":
-            queued[m["work"]] = (ts, m["comm"], m["wq"])
+            queued[m["work"]] = (ts, m["comm"], m["wq"], int(m["cpu"]))
             continue
         q = queued.pop(m["work"], None)
         if q is None:
             continue    # queued before the trace buffer's first event
         out.append({"engine": helper_engine(m["fn"]), "queued_by": q[1],
                     "workqueue": q[2], "queued_at": q[0],
-                    "cpu": int(m["cpu"]), "us": (ts - q[0]) * 1e6})
+                    "cpu": int(m["cpu"]), "same_cpu": int(m["cpu"]) == q[3],
+                    "us": (ts - q[0]) * 1e6,
+                    "new_worker": (forked.get(int(m["pid"]), -1) > q[0]
+                                   if forks else None)})
     return out
 
 
@@ -138,12 +156,16 @@ def percentile(xs, p):
 
 
 def summary(starts):
-    """(n, median, p90, p99, max, share on node) of START dicts' latencies,
-    or None for no helper."""
+    """(n, median, p90, p99, max, share on node, share on a new worker,
+    share on the queueing CPU) of START dicts' latencies, or None for no
+    helper; a share is None when no start says."""
     us = [h["us"] for h in starts]
     if not us:
         return None
-    on = [h["on_node"] for h in starts if "on_node" in h]
+
+    def share(key):
+        xs = [h[key] for h in starts if h.get(key) is not None]
+        return sum(xs) / len(xs) if xs else None
     return (len(us), statistics.median(us), percentile(us, 90),
-            percentile(us, 99), max(us),
-            sum(on) / len(on) if on else None)
+            percentile(us, 99), max(us), share("on_node"),
+            share("new_worker"), share("same_cpu"))

@@ -20,9 +20,15 @@ def q(comm, cpu, ts, work, fn, wq="events_dfl"):
             f"workqueue={wq} req_cpu=64 cpu={cpu}")
 
 
-def s(cpu, ts, work, fn):
-    return (f"   kworker/u9:1-40      [{cpu:03d}] .....   {ts}: "
+def s(cpu, ts, work, fn, pid=40):
+    return (f"   kworker/u9:1-{pid}      [{cpu:03d}] .....   {ts}: "
             f"workqueue_execute_start: work struct {work}: function {fn}")
+
+
+def fork(cpu, ts, pid):
+    return (f"        kthreadd-2       [{cpu:03d}] .....   {ts}: "
+            f"sched_process_fork: comm=kthreadd pid=2 child_comm=kthreadd "
+            f"child_pid={pid}")
 
 
 def log(*lines):
@@ -42,6 +48,8 @@ class Parse(unittest.TestCase):
             s(2, "1.000900", "00000000aaaa", "padata_mt_helper")))
         self.assertEqual([(h["cpu"], round(h["us"])) for h in r],
                          [(3, 250), (2, 800)])
+        self.assertEqual([h["same_cpu"] for h in r], [False, True])
+        self.assertAlmostEqual(helpertrace.summary(r)[7], 0.5)
         self.assertEqual({h["engine"] for h in r}, {"padata"})
 
     def test_rust_helper_and_others(self):
@@ -56,6 +64,24 @@ class Parse(unittest.TestCase):
         self.assertEqual((r[0]["engine"], r[0]["workqueue"], r[0]["cpu"]),
                          ("rust", "mt_job_node", 1))
         self.assertAlmostEqual(r[0]["us"], 10, places=3)
+
+    def test_new_worker(self):
+        r = helpertrace.parse(log(
+            fork(0, "0.500000", 41),
+            q("pgdatinit0", 0, "1.000000", "00000000aaaa", RUST_FN),
+            q("pgdatinit0", 0, "1.000001", "00000000bbbb", RUST_FN),
+            s(1, "1.000100", "00000000aaaa", RUST_FN, pid=41),
+            fork(1, "1.000200", 42),
+            s(1, "1.000900", "00000000bbbb", RUST_FN, pid=42),
+            s(0, "1.001000", "00000000cccc", RUST_FN, pid=43)))
+        # An idle worker forked before, then one forked for the helper.
+        self.assertEqual([h["new_worker"] for h in r], [False, True])
+        self.assertAlmostEqual(helpertrace.summary(r)[6], 0.5)
+        # Without fork events nothing is said.
+        r = helpertrace.parse(log(
+            q("pgdatinit0", 0, "1.0", "00000000aaaa", RUST_FN),
+            s(1, "1.1", "00000000aaaa", RUST_FN)))
+        self.assertIsNone(r[0]["new_worker"])
 
     def test_deferred_helpers_on_node(self):
         r = helpertrace.deferred_helpers(log(
@@ -77,9 +103,10 @@ class Parse(unittest.TestCase):
 
     def test_summary(self):
         starts = [{"us": float(u), "on_node": u < 50} for u in range(1, 101)]
-        n, med, p90, p99, mx, on = helpertrace.summary(starts)
+        n, med, p90, p99, mx, on, new, _ = helpertrace.summary(starts)
         self.assertEqual((n, med, p90, p99, mx), (100, 50.5, 90, 99, 100))
         self.assertAlmostEqual(on, 0.49)
+        self.assertIsNone(new)
         self.assertIsNone(helpertrace.summary([]))
         # Fewer than 100 samples: p99 is the largest.
         self.assertEqual(helpertrace.percentile([3, 1, 2], 99), 3)

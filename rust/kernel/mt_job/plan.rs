@@ -58,20 +58,21 @@ impl Plan {
         let align = job.align.get();
         // As padata: no more threads than units of `max(min_chunk, align)` in the range.
         let unit = job.min_chunk.max(align);
-        // Like padata, whose pool of helpers has one per possible CPU, no more threads than CPUs:
-        // more would only take turns, and would cost helper allocations.
-        let cpus = u64::from(Cpumask::online().weight().max(1));
-        let mut threads = (size / unit)
-            .max(1)
-            .min(job.max_threads.get() as u64)
-            .min(cpus);
-        if let Affinity::Node(node) = job.affinity {
+        let mut threads = (size / unit).max(1).min(job.max_threads.get() as u64);
+        if !cfg!(CONFIG_SMP) {
+            threads = 1;
+        }
+        // The CPU counts only bound a job of several threads: a job of one thread skips them
+        // (`make bench-engine` at cap 1 times exactly this path against padata's direct call).
+        if threads > 1 {
+            // Like padata, whose pool of helpers has one per possible CPU, no more threads than
+            // CPUs: more would only take turns, and would cost helper allocations.
+            threads = threads.min(u64::from(Cpumask::online().weight().max(1)));
+        }
+        if let (true, Affinity::Node(node)) = (threads > 1, &job.affinity) {
             // Helpers only run on the node's CPUs: more threads than it has CPUs would only
             // take turns on them.
             threads = threads.min(u64::from(node.nr_cpus().max(1)));
-        }
-        if !cfg!(CONFIG_SMP) {
-            threads = 1;
         }
         if threads == 1 {
             // Nobody to balance the load with: one chunk, as padata calls a job of one thread.
