@@ -17,7 +17,6 @@ use kernel::{
         NumaNode, //
     },
     bindings,
-    error::to_result,
     mt_job::{
         Affinity,
         Align,
@@ -42,16 +41,25 @@ unsafe impl Sync for Callbacks {}
 
 impl Callbacks {
     /// Runs one chunk; a positive return is success, as in every engine (`mt_job.h`).
+    #[inline]
     fn chunk(&self, start: c_ulong, end: c_ulong) -> Result {
         // SAFETY: `thread_fn` is a valid function by the contract of `mt_job_rust_run`.
-        to_result(unsafe { (self.thread_fn)(start, end, self.arg) })
+        let ret = unsafe { (self.thread_fn)(start, end, self.arg) };
+        // `to_result()`, inline: a job of one thread is timed against padata's direct call.
+        if ret < 0 {
+            Err(Error::from_errno(ret))
+        } else {
+            Ok(())
+        }
     }
 
-    /// The node of `index`; `NUMA_NO_NODE` or any other impossible node means no node.
+    /// The node of `index`; `NUMA_NO_NODE` or any other impossible node means no node (the
+    /// engine places a chunk by `NumaNode::nearest_with_cpus()`, `None` for a node that is not
+    /// possible, so that is not checked twice here).
     fn node(&self, index: c_ulong) -> Option<NumaNode> {
         // SAFETY: `node_of` is a valid function by the contract of `mt_job_rust_run`.
         let node = unsafe { (self.node_of?)(index, self.arg) };
-        NumaNode::new(node).ok().filter(|n| n.is_possible())
+        NumaNode::new(node).ok()
     }
 }
 
@@ -152,12 +160,14 @@ pub unsafe extern "C" fn mt_job_rust_run(
     let job = unsafe { &mut *job };
     job.engine = bindings::mt_job_engine_MT_JOB_ENGINE_RUST;
     // SAFETY: by the safety requirements `key` points to a static key, never moved nor freed,
-    // which `LockClassKey` wraps transparently, and `class_name` to a static C string.
-    let (name, key) = unsafe {
-        (
-            CStr::from_char_ptr(class_name),
-            Pin::static_ref(&*key.cast::<LockClassKey>()),
-        )
+    // which `LockClassKey` wraps transparently.
+    let key = unsafe { Pin::static_ref(&*key.cast::<LockClassKey>()) };
+    // Only lockdep reads the name: without it, no `strlen()` per job.
+    let name = if cfg!(CONFIG_LOCKDEP) {
+        // SAFETY: by the safety requirements `class_name` points to a static C string.
+        unsafe { CStr::from_char_ptr(class_name) }
+    } else {
+        c"mt_job"
     };
     match run(job, name, key) {
         Ok(()) => 0,

@@ -123,9 +123,14 @@ pub use new_job;
 ///
 /// Under NUMA emulation (`numa=fake=`) a CPU is one of every emulated node of its physical
 /// node. The caller may move right after: a placement hint.
+#[inline]
 fn on_node(node: NumaNode) -> bool {
-    node.cpumask()
-        .is_some_and(|mask| mask.test(CpuId::current()))
+    // A CPU is always in its own node's mask: one call instead of three for the common case (a
+    // job of one thread on its node is timed against padata's direct call by `make bench-engine`).
+    node == NumaNode::current()
+        || node
+            .cpumask()
+            .is_some_and(|mask| mask.test(CpuId::current()))
 }
 
 /// An index type a [`Job`] can range over.
@@ -591,17 +596,25 @@ impl<'a, I: Index> Job<'a, I> {
         }
         let node = match self.affinity {
             Affinity::Node(node) => Some(node),
-            // A strict job of one thread is one chunk, which belongs on its node.
-            Affinity::ByIndexStrict(node_of) if plan.threads == 1 => {
+            // A job of one thread is one chunk, placed by its first index.
+            Affinity::ByIndex(node_of) | Affinity::ByIndexStrict(node_of) if plan.threads == 1 => {
                 plan::chunk_node(node_of, I::from_u64(plan.range(0).start))
             }
             _ => None,
         };
         // A job of one thread that the calling thread may run needs no helper and no segments:
         // one call, as padata runs a job of one thread. A `Node` or strict job whose node is
-        // another goes on below, to a helper on that node.
-        if plan.threads == 1 && node.is_none_or(on_node) {
-            return self.run_alone(&plan, &f);
+        // another goes on below, to a helper on that node; a `ByIndex` chunk off its node is
+        // only counted.
+        if plan.threads == 1 {
+            let here = node.is_none_or(on_node);
+            let placed = matches!(
+                self.affinity,
+                Affinity::Node(_) | Affinity::ByIndexStrict(_)
+            );
+            if here || !placed {
+                return Self::run_alone(&plan, &f, self.name, self.key, here);
+            }
         }
         let whole = [Segment::new(0, plan.chunks, node)];
         let per_node = match self.affinity {
@@ -637,23 +650,24 @@ impl<'a, I: Index> Job<'a, I> {
     /// ordering from the call site as from its larger jobs (the scope's join acquires the class);
     /// without it the scope would only cost time (a job of one index took 1.4 us with it and
     /// 0.5 us without, `make bench-engine` under QEMU TCG).
-    fn run_alone<F>(&self, plan: &Plan, f: &F) -> (Result, Report)
+    ///
+    /// `on_node` is whether the chunk starts on its node's CPUs, or has no node: a chunk off its
+    /// node counts in [`Report::off_node`], as the threads of a larger job count it.
+    fn run_alone<F>(
+        plan: &Plan,
+        f: &F,
+        name: &'static CStr,
+        key: Pin<&'static LockClassKey>,
+        on_node: bool,
+    ) -> (Result, Report)
     where
         F: Fn(Range<I>) -> Result,
     {
         debug_assert_eq!(plan.chunks, 1);
         let r = plan.range(0);
-        let node = match self.affinity {
-            Affinity::Node(node) => Some(node),
-            Affinity::ByIndex(node_of) | Affinity::ByIndexStrict(node_of) => {
-                plan::chunk_node(node_of, I::from_u64(r.start))
-            }
-            Affinity::None | Affinity::Interleave => None,
-        };
-        // As the threads of a larger job count it, when the chunk starts.
-        let off_node = usize::from(node.is_some_and(|n| !on_node(n)));
+        let off_node = usize::from(!on_node);
         let res = if cfg!(CONFIG_LOCKDEP) {
-            scope_with_key(self.name, self.key, |_| {
+            scope_with_key(name, key, |_| {
                 f(I::from_u64(r.start)..I::from_u64(r.end))
             })
         } else {

@@ -49,8 +49,7 @@ use crate::{
     bindings,
     prelude::*,
     str::CStr,
-    sync::LockClassKey,
-    types::Opaque,
+    sync::LockClassKey, //
 };
 use core::{
     cell::{
@@ -135,7 +134,8 @@ where
         items: RefCell::new(KVec::new()),
         name,
         key,
-        map: Opaque::uninit(),
+        #[cfg(CONFIG_LOCKDEP)]
+        map: crate::types::Opaque::uninit(),
         scope: PhantomData,
         env: PhantomData,
     };
@@ -214,7 +214,9 @@ pub struct Scope<'scope, 'env: 'scope> {
     items: RefCell<KVec<Entry>>,
     name: &'static CStr,
     key: Pin<&'static LockClassKey>,
-    map: Opaque<bindings::lockdep_map>,
+    /// The scope's own lockdep map, which the join acquires.
+    #[cfg(CONFIG_LOCKDEP)]
+    map: crate::types::Opaque<bindings::lockdep_map>,
     scope: PhantomData<&'scope mut &'scope ()>,
     env: PhantomData<&'env mut &'env ()>,
 }
