@@ -265,32 +265,42 @@ def plot_engine(name, rows, args):
 DEFERRED_GUESTS = "1x1x16,1x2x16,2x2x16,2x4x8"
 
 
+def label(g):
+    """A guest's name: NODESxVCPUSxGIB, then its own kernel parameters."""
+    return "x".join(map(str, g[:3])) + (f"+{g[3]}" if g[3] else "")
+
+
 def cmd_deferred(args):
     guests = []
     for g in args.guests.split(","):
-        m = re.fullmatch(r"(\d+)x(\d+)x(\d+)", g)
+        m = re.fullmatch(r"(\d+)x(\d+)x(\d+)(?:\+(\S+))?", g)
         if not m:
-            guest.die(f"--guests entry {g!r}: NODESxVCPUSxGIB, e.g. 1x2x16")
-        guests.append(tuple(map(int, m.groups())))
+            guest.die(f"--guests entry {g!r}: NODESxVCPUSxGIB[+PARAM[+...]],"
+                      " e.g. 1x2x16 or 1x2x16+numa=fake=8")
+        guests.append((*map(int, m.groups()[:3]),
+                       (m.group(4) or "").replace("+", " ")))
     rows, res, failed, hrows, prealloc = [], {}, [], [], {}
     header = ("guest", "engine", "boot", "node", "pages", "threads", "ran_on",
               "us")
     hheader = ("guest", "engine", "boot", "node", "helper_engine", "cpu",
                "on_node", "workqueue", "start_us", "new_worker", "same_cpu")
-    extra = helpertrace.params() if args.helper_trace else ""
-    for nodes, cpus, mem in guests:
+    trace = helpertrace.params() if args.helper_trace else ""
+    for g in guests:
+        nodes, cpus, mem, own = g
         args.nodes, args.cpus, args.mem_gib = nodes, cpus, mem
-        prealloc[nodes, cpus, mem] = set_prealloc(args)
+        extra = f"{trace} {own}".strip()
+        prealloc[g] = set_prealloc(args)
         # Engines alternate boot by boot, so that drift hits all of them.
         for i in range(args.repeat):
             for spec in args.engines:
                 r, log = guest.boot(args, spec, extra)
-                tag = f"{nodes}x{cpus}x{mem}-{spec.replace(':', '-')}-{i}"
+                tag = (f"{label(g).replace(' ', '+')}-"
+                       f"{spec.replace(':', '-')}-{i}")
                 path = guest.save_log(args, f"bench-deferred-{tag}.log", log)
                 if not r["ok"] or not r["nodes"]:
                     # Counted and left out; the other boots go on.
                     failed.append(path)
-                    print(f"bench: {spec} on {nodes}x{cpus}x{mem} did not "
+                    print(f"bench: {spec} on {label(g)} did not "
                           f"boot or report deferred init; see {path}",
                           file=sys.stderr)
                     continue
@@ -299,16 +309,16 @@ def cmd_deferred(args):
                     print(f"bench: no helper trace in {path} (needs "
                           "CONFIG_EVENT_TRACING)", file=sys.stderr)
                 for h in r["helpers"] or []:
-                    hrows.append((f"{nodes}x{cpus}x{mem}", spec, i, h["node"],
+                    hrows.append((label(g), spec, i, h["node"],
                                   h["engine"], h["cpu"], int(h["on_node"]),
                                   h["workqueue"], round(h["us"], 1),
                                   "" if h["new_worker"] is None
                                   else int(h["new_worker"]),
                                   int(h["same_cpu"])))
-                res.setdefault((nodes, cpus, mem), {}).setdefault(
+                res.setdefault(g, {}).setdefault(
                     spec, []).append(r)
                 for node, n in sorted(r["nodes"].items()):
-                    rows.append((f"{nodes}x{cpus}x{mem}", spec, i, node,
+                    rows.append((label(g), spec, i, node,
                                  n["pages"], n["threads"], n["engine"],
                                  n["us"]))
             # Written as boots finish: an interrupted run keeps its data.
@@ -324,7 +334,7 @@ def cmd_deferred(args):
           f"{args.kbuild}), engines alternating; the time of a boot is its "
           "slowest node's (nodes run at once); us:")
     print("guest memory preallocated by QEMU: " + ", ".join(
-        f"{'x'.join(map(str, g))} {'yes' if on else 'no'}"
+        f"{label(g)} {'yes' if on else 'no'}"
         for g, on in prealloc.items()))
     print(f"{'guest (nodes x vCPUs x GiB)':28} {'engine':26} {'threads':>7} "
           f"{'median':>8} {'min':>8} {'max':>8}   per node medians")
@@ -339,7 +349,7 @@ def cmd_deferred(args):
                 f"{node}:"
                 f"{statistics.median(r['nodes'][node]['us'] for r in runs):.0f}"
                 for node in sorted(runs[0]["nodes"]))
-            print(f"{'x'.join(map(str, g)):28} {spec:26} "
+            print(f"{label(g):28} {spec:26} "
                   f"{','.join(map(str, thr)):>7} {med[g, spec]:>8.0f} "
                   f"{min(us):>8} {max(us):>8}   {per}")
             pages = {tuple(sorted((k, v['pages'] + v['grown'])
@@ -357,20 +367,21 @@ def cmd_deferred(args):
             ms = [med[g, e] for e in res[g]]
             noise.append(max(ms) / min(ms) - 1)
         if "rust" in res[g] and "padata" in res[g]:
-            print(f"{'x'.join(map(str, g))}: rust/padata "
+            print(f"{label(g)}: rust/padata "
                   f"{med[g, 'rust'] / med[g, 'padata']:.2f}"
                   + ("  (one vCPU per node: every engine runs the same "
                      "one-call code)" if same else ""))
     if noise:
         print(f"noise floor: where every engine runs the same code, medians "
               f"differ by up to {max(noise):.0%}")
-    one = {(n, c, m) for n, c, m in res if n == 1}
-    for n, c, m in sorted(one):
-        if c == 1 and (1, 2, m) in one:
+    one = {g for g in res if g[0] == 1 and not g[3]}
+    for n, c, m, _ in sorted(one):
+        if c == 1 and (1, 2, m, "") in one:
             for spec in args.engines:
-                if (((1, 1, m), spec) in med and ((1, 2, m), spec) in med):
+                if (((1, 1, m, ""), spec) in med
+                        and ((1, 2, m, ""), spec) in med):
                     print(f"1 node x {m} GiB, {spec}: 2 vCPUs "
-                          f"{med[(1, 1, m), spec] / med[(1, 2, m), spec]:.2f}x "
+                          f"{med[(1, 1, m, ''), spec] / med[(1, 2, m, ''), spec]:.2f}x "
                           "faster than 1")
     if args.helper_trace:
         print_helper_starts(res, args)
@@ -409,7 +420,7 @@ def print_helper_starts(res, args):
           f"{'p90':>8} {'p99':>8} {'max':>8} {'on node':>8} "
           f"{'new worker':>10} {'same CPU':>8}")
     for (g, spec), (n, m, p90, p99, mx, on, new, same) in st.items():
-        print(f"{'x'.join(map(str, g)):10} {spec:26} {n:>7} {m:>8.0f} "
+        print(f"{label(g):10} {spec:26} {n:>7} {m:>8.0f} "
               f"{p90:>8.0f} {p99:>8.0f} {mx:>8.0f} "
               f"{'-' if on is None else f'{on:.0%}':>8} "
               f"{'-' if new is None else f'{new:.0%}':>10} "
@@ -417,7 +428,7 @@ def print_helper_starts(res, args):
     for g in res:
         a, b = st.get((g, "rust")), st.get((g, "padata"))
         if a and b:
-            print(f"{'x'.join(map(str, g))}: helper start rust/padata "
+            print(f"{label(g)}: helper start rust/padata "
                   f"median {a[1] / b[1]:.2f}, p99 {a[3] / b[3]:.2f}")
     plot_helper_starts(st, args)
 
@@ -439,7 +450,8 @@ def plot_helper_starts(st, args):
     ax.scatter([], [], marker="_", color="black", label="p99")
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(gs))])
     ax.set_xticklabels([f"{n} node(s), {c} vCPU(s), {m} GiB"
-                        for n, c, m in gs], fontsize=8)
+                        + (f"\n{x}" if x else "") for n, c, m, x in gs],
+                       fontsize=8)
     ax.set_yscale("log")
     ax.set_ylabel("helper start after queue_work, us")
     ax.legend(fontsize=8)
@@ -467,13 +479,14 @@ def plot_deferred(res, med, args):
         ax.bar(xs, ys, width, yerr=[lo, hi], capsize=3, label=spec)
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(gs))])
     ax.set_xticklabels([f"{n} node(s), {c} vCPU(s), {m} GiB"
-                        for n, c, m in gs], fontsize=8)
+                        + (f"\n{x}" if x else "") for n, c, m, x in gs],
+                       fontsize=8)
     ax.set_ylabel("deferred init, ms (median, min-max)")
     ax.legend(fontsize=8)
     benchplot.save(fig, "deferred-guests")
 
-    one = sorted(g for g in res if g[0] == 1)
-    if len({c for _, c, _ in one}) > 1:
+    one = sorted(g for g in res if g[0] == 1 and not g[3])
+    if len({g[1] for g in one}) > 1:
         fig, ax = plt.subplots(figsize=(6, 4.5))
         for spec in args.engines:
             pts = [(g[1], med[g, spec] / 1e3) for g in one
