@@ -10,9 +10,18 @@
  * - Where a gather would stop at MAX_GATHER_BATCH_COUNT batches, it reserves
  *   helpers: at most one per other CPU that is idle now, and at most
  *   vm.parallel_free_max_helpers for all gathers together.  Only with a
- *   reservation does it grow on, up to vm.parallel_free_threshold pages,
- *   counted by size (a PMD-mapped THP is HPAGE_PMD_NR pages).  A gather
+ *   reservation does it grow on, up to vm.parallel_free_threshold pages to
+ *   free, counted by size (a PMD-mapped THP is HPAGE_PMD_NR pages): those of
+ *   anonymous folios no longer mapped, which the flush frees, not page cache
+ *   or folios mapped elsewhere, which only lose a reference.  A gather of
+ *   mostly such pages stops at twice the threshold gathered.  A gather
  *   refused once is not asked again.
+ *
+ * - A gather does not grow while memory is short: a node with memory below
+ *   the high watermarks of its zones or with kswapd awake, or a memory
+ *   cgroup of the mm (or above it) with less than the threshold left below
+ *   its memory.high or memory.max.  The pages it would hold back are out of
+ *   the task's RSS, still charged, and out of the OOM reaper's reach.
  *
  * - Only a flush of at least the threshold is parallel; a grown gather that
  *   ends below it (the tail of a teardown) is freed serially.  After each
@@ -41,7 +50,9 @@
 #include <linux/cpumask.h>
 #include <linux/init.h>
 #include <linux/jump_label.h>
+#include <linux/memcontrol.h>
 #include <linux/mm.h>
+#include <linux/mmzone.h>
 #include <linux/mt_job.h>
 #include <linux/mutex.h>
 #include <linux/nodemask.h>
@@ -53,6 +64,7 @@
 #include <linux/sort.h>
 #include <linux/sysctl.h>
 #include <linux/vmstat.h>
+#include <linux/wait.h>
 
 #include <asm/tlb.h>
 
@@ -74,8 +86,14 @@ DEFINE_STATIC_KEY_FALSE(tlb_parallel_free_key);
 static int sysctl_parallel_free;
 static unsigned long sysctl_parallel_free_threshold =
 	TLB_PARALLEL_FREE_DEFAULT_PAGES;
-/* The best workqueue max_active of the 2017 series' measurements. */
-static int sysctl_parallel_free_max_helpers = 4;
+/*
+ * vm.parallel_free_max_helpers: two per node with memory at boot, set by
+ * tlb_parallel_free_init().  The best workqueue max_active of the 2017
+ * series' measurements was 4 on a 2-node machine and 4 to 8 on a 4-node one.
+ */
+#define TLB_PARALLEL_FREE_HELPERS_PER_NODE	2
+static int sysctl_parallel_free_max_helpers =
+	TLB_PARALLEL_FREE_HELPERS_PER_NODE;
 static int sysctl_parallel_free_by_node = 1;
 static DEFINE_MUTEX(tlb_parallel_free_lock);
 
@@ -106,6 +124,72 @@ static bool tlb_parallel_free_allowed(struct mmu_gather *tlb)
 	if (tsk_is_oom_victim(current) || fatal_signal_pending(current))
 		return false;
 	return sched_task_offload_allowed(current);
+}
+
+#ifdef CONFIG_MEMCG
+/* Has a memory cgroup of @mm, or one above it, @threshold pages left? */
+static bool tlb_parallel_free_memcg_short(struct mm_struct *mm,
+					  unsigned long threshold)
+{
+	struct mem_cgroup *memcg = get_mem_cgroup_from_mm(mm), *iter;
+	bool low = false;
+
+	for (iter = memcg; iter && !mem_cgroup_is_root(iter);
+	     iter = parent_mem_cgroup(iter)) {
+		unsigned long limit = min(READ_ONCE(iter->memory.high),
+					  READ_ONCE(iter->memory.max));
+
+		if (page_counter_read(&iter->memory) + threshold > limit) {
+			low = true;
+			break;
+		}
+	}
+	mem_cgroup_put(memcg);
+	return low;
+}
+#else
+static bool tlb_parallel_free_memcg_short(struct mm_struct *mm,
+					  unsigned long threshold)
+{
+	return false;
+}
+#endif
+
+/*
+ * Is memory too short to hold back up to @threshold pages?  Only a heuristic
+ * (kswapd's state and the counters are read without locks), under the page
+ * table lock, once per round of a teardown.
+ */
+static bool tlb_parallel_free_memory_short(struct mmu_gather *tlb,
+					   unsigned long threshold)
+{
+	pg_data_t *pgdat;
+	bool low = false;
+	int z;
+
+	for_each_online_pgdat(pgdat) {
+		unsigned long free = 0, high = 0;
+
+		for (z = 0; z < MAX_NR_ZONES; z++) {
+			struct zone *zone = &pgdat->node_zones[z];
+
+			if (!populated_zone(zone))
+				continue;
+			free += zone_page_state(zone, NR_FREE_PAGES);
+			high += high_wmark_pages(zone);
+		}
+		/* kswapd sleeps on kswapd_wait: off it, it is reclaiming. */
+		if (free < high || (pgdat->kswapd &&
+				    !waitqueue_active(&pgdat->kswapd_wait))) {
+			low = true;
+			break;
+		}
+	}
+	if (!low)
+		low = tlb_parallel_free_memcg_short(tlb->mm, threshold);
+	if (low)
+		count_vm_event(TLB_PARALLEL_FREE_NOGROW_MEMORY);
+	return low;
 }
 
 /*
@@ -146,15 +230,20 @@ static void tlb_parallel_free_release(struct mmu_gather *tlb)
  * @tlb: a gather whose MAX_GATHER_BATCH_COUNT or more batches are full
  *
  * Called by tlb_next_batch() where upstream stops gathering.  The gather
- * grows until it holds vm.parallel_free_threshold pages, and only while it
- * holds a reservation of helpers, which the first call takes.
+ * grows until it holds vm.parallel_free_threshold pages to free (or twice
+ * that gathered), and only while it holds a reservation of helpers, which the
+ * first call takes unless memory is short.
  *
  * Return: true if another batch may be allocated.
  */
 bool __tlb_parallel_free_grow(struct mmu_gather *tlb)
 {
-	if (tlb->parallel_free_refused || tlb->parallel_free_pages >=
-	    READ_ONCE(sysctl_parallel_free_threshold))
+	unsigned long threshold = READ_ONCE(sysctl_parallel_free_threshold);
+
+	/* Enough to free in parallel, or mostly pages a flush does not free. */
+	if (tlb->parallel_free_refused ||
+	    tlb->parallel_free_freeable >= threshold ||
+	    tlb->parallel_free_pages >= 2 * threshold)
 		return false;
 	if (tlb->parallel_free_helpers) {
 		/* Chosen by the OOM killer or killed since: stop holding back. */
@@ -165,10 +254,14 @@ bool __tlb_parallel_free_grow(struct mmu_gather *tlb)
 		}
 		return true;
 	}
-	if (tlb_parallel_free_allowed(tlb))
-		tlb->parallel_free_helpers = tlb_parallel_free_reserve();
+	if (!tlb_parallel_free_allowed(tlb))
+		goto refused;
+	if (tlb_parallel_free_memory_short(tlb, threshold))
+		goto refused;
+	tlb->parallel_free_helpers = tlb_parallel_free_reserve();
 	if (tlb->parallel_free_helpers)
 		return true;
+refused:
 	/* Not asked again: this runs under the page table lock. */
 	tlb->parallel_free_refused = 1;
 	count_vm_event(TLB_PARALLEL_FREE_NOGROW);
@@ -299,19 +392,20 @@ static void tlb_parallel_free_trim(struct mmu_gather *tlb)
  *
  * Frees the pages with the reserved helpers (reserving them now if the
  * gather did not have to grow, as with THPs) when the gather holds at least
- * vm.parallel_free_threshold pages and vm.parallel_free is 1, serially
- * otherwise.  Then gives back the reservation and the batches beyond
+ * vm.parallel_free_threshold pages to free and vm.parallel_free is 1,
+ * serially otherwise.  Then gives back the reservation and the batches beyond
  * MAX_GATHER_BATCH_COUNT.
  *
  * Return: true: every page is freed.
  */
 bool __tlb_parallel_free_flush(struct mmu_gather *tlb)
 {
-	unsigned long pages = tlb->parallel_free_pages;
+	unsigned long pages = tlb->parallel_free_freeable;
 	struct mmu_gather_batch *batch;
 	bool freed = false;
 
 	tlb->parallel_free_pages = 0;
+	tlb->parallel_free_freeable = 0;
 	/* Not once vm.parallel_free is 0: the gather only shrinks back. */
 	if (static_branch_unlikely(&tlb_parallel_free_key) &&
 	    pages >= READ_ONCE(sysctl_parallel_free_threshold)) {
@@ -399,6 +493,8 @@ static const struct ctl_table tlb_parallel_free_table[] = {
 
 static int __init tlb_parallel_free_init(void)
 {
+	sysctl_parallel_free_max_helpers = TLB_PARALLEL_FREE_HELPERS_PER_NODE *
+		max_t(int, num_node_state(N_MEMORY), 1);
 	register_sysctl_init("vm", tlb_parallel_free_table);
 	return 0;
 }

@@ -45,7 +45,7 @@ HUGE_TOUCH_RE = re.compile(r"^hugetlb_touch: (\d+) x (\d+) kB mapped and "
                            r"touched, (\d+) bad$", re.M)
 FREECASE_RE = re.compile(
     r"^FREECASE (\S+) rc=(\d+) memfree_before=(\d+) memfree_after=(\d+) "
-    r"pf=(-?\d+) pft=(-?\d+) pff=(-?\d+) png=(-?\d+)$", re.M)
+    r"pf=(-?\d+) pft=(-?\d+) pff=(-?\d+) png=(-?\d+) pnm=(-?\d+)$", re.M)
 FREEDEFAULT_RE = re.compile(r"^FREEDEFAULT parallel_free=(\d+) counters=(\d+)$",
                             re.M)
 FREEHOTPLUG_RE = re.compile(r"^FREEHOTPLUG cycles=(\d+)$", re.M)
@@ -564,11 +564,12 @@ def cmd_hugetlbbench(args):
 
 # Parallel freeing cases run by tests/guest/free.sh: name -> what the vmstat
 # deltas must show (parallel flushes pf, their threads pft, flushes at the
-# threshold freed serially pff, gathers that did not grow png).  The
+# threshold freed serially pff, gathers that did not grow png, of them for
+# lack of memory pnm).  The
 # threshold is 1 GiB, counted in pages by size (a THP is 512), and free.sh
 # sets vm.parallel_free=1 after the default-off case.
-def _serial_not_grown(pf, pft, pff, png):
-    return pf == 0 and png >= 1
+def _serial_not_grown(pf, pft, pff, png, pnm):
+    return pf == 0 and png >= 1 and pnm == 0
 
 
 FREE_CASES = {
@@ -581,11 +582,11 @@ FREE_CASES = {
     "munmap-512m": ("below the threshold: serial, nothing counted",
                     lambda *c: all(x == 0 for x in c)),
     "munmap-2g-thp-off": ("parallel, helpers joined",
-                          lambda pf, pft, pff, png: pf >= 1 and pft > pf),
+                          lambda pf, pft, *_: pf >= 1 and pft > pf),
     "munmap-2g-thp-on": ("parallel: 1024 THPs count 524288 pages",
                          lambda pf, *_: pf >= 1),
     "exit-2g-thp-off": ("parallel, helpers joined",
-                        lambda pf, pft, pff, png: pf >= 1 and pft > pf),
+                        lambda pf, pft, *_: pf >= 1 and pft > pf),
     "exit-2g-thp-on": ("parallel: 1024 THPs count 524288 pages",
                        lambda pf, *_: pf >= 1),
     "fork-cow-1200m": ("parallel", lambda pf, *_: pf >= 1),
@@ -602,6 +603,10 @@ FREE_CASES = {
                              _serial_not_grown),
     "cgroup-cpu-idle": ("cpu.idle: serial, did not grow", _serial_not_grown),
     "busy-cpus": ("no idle CPU: serial, did not grow", _serial_not_grown),
+    "memcg-tight": ("memory.max 2700M, less than the threshold above the "
+                    "workload: serial, did not grow, for memory",
+                    lambda pf, pft, pff, png, pnm: pf == 0 and png >= 1
+                    and pnm >= 1),
     "by-node-off": ("parallel", lambda pf, *_: pf >= 1),
     # Killed in munmap() or not, depending on timing: only what holds in
     # both cases is checked (the workload, memory, a clean log).
@@ -703,13 +708,14 @@ def cmd_freetest(args):
         if name not in got:
             check(False, f"{name}: no result in the log")
             continue
-        rc, before, after, pf, pft, pff, png = got[name]
+        rc, before, after, pf, pft, pff, png, pnm = got[name]
         check(rc == 0, f"{name}: the workload succeeded (rc={rc})")
         if expect is None:
             continue
         what, ok = expect
-        check(ok(pf, pft, pff, png), f"{name}: {what} (tlb_parallel_free "
-              f"+{pf}, threads +{pft}, fallback +{pff}, nogrow +{png})")
+        check(ok(pf, pft, pff, png, pnm), f"{name}: {what} "
+              f"(tlb_parallel_free +{pf}, threads +{pft}, fallback +{pff}, "
+              f"nogrow +{png}, of them for memory +{pnm})")
     return check.finish("freetest")
 
 
@@ -826,7 +832,7 @@ def main():
                     "from this saved log instead of a boot")
     ap.add_argument("--quick", action="store_true",
                     help="hugetlbtest: engines after the first on the first "
-                    "scenarios only; freetest: 12 of the 25 cases (free.sh's "
+                    "scenarios only; freetest: 13 of the 26 cases (free.sh's "
                     "full_case ones left out) and half the hotplug time "
                     "('make check')")
     ap.add_argument("--logdir", default=os.path.join(REPO, "build", "logs"))

@@ -5,6 +5,7 @@
 #   FREECASE <name> rc=<exit code> memfree_before=<kB> memfree_after=<kB>
 #            pf=<parallel flushes> pft=<their threads> pff=<fallbacks>
 #            png=<gathers that did not grow>
+#            pnm=<of them, for lack of memory>
 # (the /proc/vmstat tlb_parallel_free* deltas over the case), and first
 #   FREEDEFAULT parallel_free=<sysctl at boot> counters=<sum at boot>
 # mtjob.free=quick leaves out the cases run with full_case (below).
@@ -43,7 +44,8 @@ memfree() {
 vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
 counters() {
 	for k in tlb_parallel_free tlb_parallel_free_threads \
-		tlb_parallel_free_fallback tlb_parallel_free_nogrow; do
+		tlb_parallel_free_fallback tlb_parallel_free_nogrow \
+		tlb_parallel_free_nogrow_memory; do
 		printf '%s ' "$(vmstat $k)"
 	done
 }
@@ -59,7 +61,8 @@ run_case() {
 	mf1=$(memfree)
 	set -- $c0 $c1
 	echo "FREECASE $name rc=$rc memfree_before=$mf0 memfree_after=$mf1" \
-		"pf=$(($5 - $1)) pft=$(($6 - $2)) pff=$(($7 - $3)) png=$(($8 - $4))"
+		"pf=$(($6 - $1)) pft=$(($7 - $2)) pff=$(($8 - $3))" \
+		"png=$(($9 - $4)) pnm=$((${10} - $5))"
 }
 
 # munmap() and exit() while other processes hog memory and swap to zram.
@@ -300,13 +303,13 @@ inject() {
 
 # Before anything is set: parallel freeing is off and has counted nothing.
 echo "FREEDEFAULT parallel_free=$(cat $VM/parallel_free)" \
-	"counters=$(counters | awk '{ print $1 + $2 + $3 + $4 }')"
+	"counters=$(counters | awk '{ print $1 + $2 + $3 + $4 + $5 }')"
 swap_on_zram || echo "free.sh: no swap on zram"
 # mtjob.free=quick ('make check'): the cases run by full_case are left out;
-# 12 of 25 remain: off by default, the sysctl bounds, below the threshold,
+# 13 of 26 remain: off by default, the sysctl bounds, below the threshold,
 # munmap() of 2 GiB without THP and exit() with, a COW fork, four of the
-# policies that refuse helpers (not taskset, cpu.weight or cpu.idle), OOM
-# mid-teardown and the lowest threshold; nothing of swap, concurrent exits,
+# policies that refuse helpers (not taskset, cpu.weight or cpu.idle), a
+# tight memory cgroup, OOM mid-teardown and the lowest threshold; nothing of swap, concurrent exits,
 # pressure or vm.parallel_free_by_node=0.  mtjob.free=test ('make
 # check-full') runs every case.
 full_case() {
@@ -346,6 +349,10 @@ test|quick)
 	full_case cgroup-cpu-idle in_cgroup idle cpu.idle 1 \
 		free_test munmap 256 0
 	run_case busy-cpus on_busy_cpus
+	# A memory cgroup with less than the threshold (1 GiB) left above a
+	# 2 GiB teardown: the gather does not grow, for lack of memory.
+	run_case memcg-tight in_cgroup tight memory.max 2700M \
+		free_test munmap 2048 0
 	full_case by-node-off with_sysctl parallel_free_by_node 0 free_test munmap 2048 0
 	run_case oom-mid-teardown oom_mid_teardown
 	# 60 rounds of 96 MiB (24576 pages): two flushes at the lowest threshold
