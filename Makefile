@@ -160,12 +160,12 @@ BENCH_ENGINES ?= rust,padata,rust:mt_job.max_threads=1
 bench-hugetlb: kernel-bench
 	$(PYTHON_PLOT) scripts/guest.py hugetlbbench --kbuild $(KBUILD_BENCH) \
 		--mem $(MEM) --cpus $(CPUS) --nodes $(NODES) --repeat $(REPEAT) \
-		--engines $(BENCH_ENGINES)
+		--engines $(BENCH_ENGINES) --prealloc
 
 bench-free: kernel-bench
 	$(PYTHON_PLOT) scripts/guest.py freebench --kbuild $(KBUILD_BENCH) \
 		--mem $(MEM) --cpus $(CPUS) --nodes $(NODES) --repeat $(REPEAT) \
-		--timeout 3600 --sizes "$(SIZES)" --modes "$(MODES)"
+		--timeout 3600 --sizes "$(SIZES)" --modes "$(MODES)" --prealloc
 
 # The engines side by side (CONFIG_MT_JOB_BENCH; one boot; CSV and plots in
 # build/bench/).  Defaults: 2 nodes, 2 vCPUs in all, which the 2-core host

@@ -10,13 +10,14 @@ use core::num::NonZeroUsize;
 use kernel::{
     alloc::{
         flags::{
-            __GFP_NOWARN, //
+            __GFP_NOWARN,
             GFP_KERNEL,
-            GFP_NOWAIT,
+            GFP_NOWAIT, //
         },
         NumaNode, //
     },
     bindings,
+    error::to_result,
     mt_job::{
         Affinity,
         Align,
@@ -24,7 +25,7 @@ use kernel::{
     },
     prelude::*,
     str::CStr,
-    sync::LockClassKey,
+    sync::LockClassKey, //
 };
 
 /// The C job's callbacks and their argument, shared by every thread of the job.
@@ -41,21 +42,13 @@ unsafe impl Sync for Callbacks {}
 
 impl Callbacks {
     /// Runs one chunk; a positive return is success, as in every engine (`mt_job.h`).
-    #[inline]
     fn chunk(&self, start: c_ulong, end: c_ulong) -> Result {
         // SAFETY: `thread_fn` is a valid function by the contract of `mt_job_rust_run`.
-        let ret = unsafe { (self.thread_fn)(start, end, self.arg) };
-        // `to_result()`, inline: a job of one thread is timed against padata's direct call.
-        if ret < 0 {
-            Err(Error::from_errno(ret))
-        } else {
-            Ok(())
-        }
+        to_result(unsafe { (self.thread_fn)(start, end, self.arg) })
     }
 
-    /// The node of `index`; `NUMA_NO_NODE` or any other impossible node means no node (the
-    /// engine places a chunk by `NumaNode::nearest_with_cpus()`, `None` for a node that is not
-    /// possible, so that is not checked twice here).
+    /// The node of `index`: `None` for a negative or out-of-range id (`NUMA_NO_NODE`); a node
+    /// that is not possible is passed on, which [`Affinity::ByIndex`] treats as no node.
     fn node(&self, index: c_ulong) -> Option<NumaNode> {
         // SAFETY: `node_of` is a valid function by the contract of `mt_job_rust_run`.
         let node = unsafe { (self.node_of?)(index, self.arg) };
@@ -149,7 +142,7 @@ pub extern "C" fn mt_job_rust_fail_nth_helper(nth: kernel::ffi::c_uint) -> kerne
 /// `job` must point to a valid `struct mt_job` that nobody else accesses during the call, whose
 /// `thread_fn` (and `node_of`, if set) may be called concurrently with `fn_arg` until this
 /// function returns. `key` must point to the static lock class key of the call site
-/// (`mt_job_run()`), and `class_name` to a static C string.
+/// (`mt_job_run()`), and `class_name` to a static C string (only read with `CONFIG_LOCKDEP`).
 #[no_mangle]
 pub unsafe extern "C" fn mt_job_rust_run(
     job: *mut bindings::mt_job,
@@ -162,7 +155,8 @@ pub unsafe extern "C" fn mt_job_rust_run(
     // SAFETY: by the safety requirements `key` points to a static key, never moved nor freed,
     // which `LockClassKey` wraps transparently.
     let key = unsafe { Pin::static_ref(&*key.cast::<LockClassKey>()) };
-    // Only lockdep reads the name: without it, no `strlen()` per job.
+    // The name is only read by lockdep (`lockdep_init_map*()` for the scope and its work items):
+    // without it, no `strlen()` per job.
     let name = if cfg!(CONFIG_LOCKDEP) {
         // SAFETY: by the safety requirements `class_name` points to a static C string.
         unsafe { CStr::from_char_ptr(class_name) }

@@ -11,17 +11,20 @@
  *   helpers: at most one per other CPU that is idle now, and at most
  *   vm.parallel_free_max_helpers for all gathers together.  Only with a
  *   reservation does it grow on, up to vm.parallel_free_threshold pages to
- *   free, counted by size (a PMD-mapped THP is HPAGE_PMD_NR pages): those of
- *   anonymous folios no longer mapped, which the flush frees, not page cache
- *   or folios mapped elsewhere, which only lose a reference.  A gather of
- *   mostly such pages stops at twice the threshold gathered.  A gather
+ *   free, counted by size (a PMD-mapped THP is HPAGE_PMD_NR pages): an
+ *   estimate, the private anonymous folios (COW copies included) no longer
+ *   mapped when gathered, which the flush frees, not page cache or folios
+ *   mapped elsewhere, which only lose a reference.  A growing gather stops at
+ *   twice the threshold gathered.  A gather
  *   refused once is not asked again.
  *
- * - A gather does not grow while memory is short: a node with memory below
- *   the high watermarks of its zones or with kswapd awake, or a memory
- *   cgroup of the mm (or above it) with less than the threshold left below
- *   its memory.high or memory.max.  The pages it would hold back are out of
- *   the task's RSS, still charged, and out of the OOM reaper's reach.
+ * - A gather does not grow while memory is short: a node the task may
+ *   allocate from below the low watermarks of its zones, or a memory cgroup
+ *   of the task (or above it) with less than the threshold left below its
+ *   memory.high or memory.max.  The pages it would hold back are out of the
+ *   task's RSS, still charged, and out of the OOM reaper's reach.  Nor while
+ *   most of what it gathered would not be freed.  Both are asked again at
+ *   the next round.
  *
  * - Only a flush of at least the threshold is parallel; a grown gather that
  *   ends below it (the tail of a teardown) is freed serially.  After each
@@ -48,6 +51,7 @@
 
 #include <linux/atomic.h>
 #include <linux/cpumask.h>
+#include <linux/cpuset.h>
 #include <linux/init.h>
 #include <linux/jump_label.h>
 #include <linux/memcontrol.h>
@@ -64,7 +68,6 @@
 #include <linux/sort.h>
 #include <linux/sysctl.h>
 #include <linux/vmstat.h>
-#include <linux/wait.h>
 
 #include <asm/tlb.h>
 
@@ -127,48 +130,59 @@ static bool tlb_parallel_free_allowed(struct mmu_gather *tlb)
 }
 
 #ifdef CONFIG_MEMCG
-/* Has a memory cgroup of @mm, or one above it, @threshold pages left? */
-static bool tlb_parallel_free_memcg_short(struct mm_struct *mm,
-					  unsigned long threshold)
+/*
+ * Is a memory cgroup of the calling task, or one above it, within @threshold
+ * pages of its memory.high or memory.max?  The gather's mm is the task's own
+ * (tlb_parallel_free_allowed()); its memcg is read from the task, since exit
+ * clears mm->owner before exit_mmap().
+ */
+static bool tlb_parallel_free_memcg_short(unsigned long threshold)
 {
-	struct mem_cgroup *memcg = get_mem_cgroup_from_mm(mm), *iter;
+	struct mem_cgroup *memcg;
 	bool low = false;
 
-	for (iter = memcg; iter && !mem_cgroup_is_root(iter);
-	     iter = parent_mem_cgroup(iter)) {
-		unsigned long limit = min(READ_ONCE(iter->memory.high),
-					  READ_ONCE(iter->memory.max));
+	if (mem_cgroup_disabled())
+		return false;
+	rcu_read_lock();
+	for (memcg = mem_cgroup_from_task(current);
+	     memcg && !mem_cgroup_is_root(memcg);
+	     memcg = parent_mem_cgroup(memcg)) {
+		unsigned long limit = min(READ_ONCE(memcg->memory.high),
+					  READ_ONCE(memcg->memory.max));
 
-		if (page_counter_read(&iter->memory) + threshold > limit) {
+		if (page_counter_read(&memcg->memory) + threshold > limit) {
 			low = true;
 			break;
 		}
 	}
-	mem_cgroup_put(memcg);
+	rcu_read_unlock();
 	return low;
 }
 #else
-static bool tlb_parallel_free_memcg_short(struct mm_struct *mm,
-					  unsigned long threshold)
+static bool tlb_parallel_free_memcg_short(unsigned long threshold)
 {
 	return false;
 }
 #endif
 
 /*
- * Is memory too short to hold back up to @threshold pages?  Only a heuristic
- * (kswapd's state and the counters are read without locks), under the page
- * table lock, once per round of a teardown.
+ * Is memory too short to hold back up to @threshold pages?  A node the task
+ * may allocate from below the low watermarks of its zones (where allocations
+ * wake kswapd; watermark boosting left out), or a memory cgroup within
+ * @threshold of its limit.  Read without locks: a heuristic, asked again at
+ * every round of a teardown, under the page table lock.
  */
-static bool tlb_parallel_free_memory_short(struct mmu_gather *tlb,
-					   unsigned long threshold)
+static bool tlb_parallel_free_memory_short(unsigned long threshold)
 {
-	pg_data_t *pgdat;
 	bool low = false;
-	int z;
+	int nid, z;
 
-	for_each_online_pgdat(pgdat) {
-		unsigned long free = 0, high = 0;
+	for_each_node_state(nid, N_MEMORY) {
+		struct pglist_data *pgdat = NODE_DATA(nid);
+		unsigned long free = 0, min_free = 0;
+
+		if (!node_isset(nid, cpuset_current_mems_allowed))
+			continue;
 
 		for (z = 0; z < MAX_NR_ZONES; z++) {
 			struct zone *zone = &pgdat->node_zones[z];
@@ -176,17 +190,15 @@ static bool tlb_parallel_free_memory_short(struct mmu_gather *tlb,
 			if (!populated_zone(zone))
 				continue;
 			free += zone_page_state(zone, NR_FREE_PAGES);
-			high += high_wmark_pages(zone);
+			min_free += READ_ONCE(zone->_watermark[WMARK_LOW]);
 		}
-		/* kswapd sleeps on kswapd_wait: off it, it is reclaiming. */
-		if (free < high || (pgdat->kswapd &&
-				    !waitqueue_active(&pgdat->kswapd_wait))) {
+		if (free < min_free) {
 			low = true;
 			break;
 		}
 	}
 	if (!low)
-		low = tlb_parallel_free_memcg_short(tlb->mm, threshold);
+		low = tlb_parallel_free_memcg_short(threshold);
 	if (low)
 		count_vm_event(TLB_PARALLEL_FREE_NOGROW_MEMORY);
 	return low;
@@ -232,7 +244,9 @@ static void tlb_parallel_free_release(struct mmu_gather *tlb)
  * Called by tlb_next_batch() where upstream stops gathering.  The gather
  * grows until it holds vm.parallel_free_threshold pages to free (or twice
  * that gathered), and only while it holds a reservation of helpers, which the
- * first call takes unless memory is short.
+ * first call of a round takes unless the task gets no helpers (then the
+ * gather is not asked again), most of what it gathered would not be freed, or
+ * memory is short.
  *
  * Return: true if another batch may be allocated.
  */
@@ -254,13 +268,23 @@ bool __tlb_parallel_free_grow(struct mmu_gather *tlb)
 		}
 		return true;
 	}
+	/*
+	 * Not this round (a round is what a gather holds without growing): a
+	 * gather of mostly page cache or shared folios, or memory too short to
+	 * hold pages back.
+	 */
+	if (2 * tlb->parallel_free_freeable < tlb->parallel_free_pages)
+		return false;
 	if (!tlb_parallel_free_allowed(tlb))
 		goto refused;
-	if (tlb_parallel_free_memory_short(tlb, threshold))
-		goto refused;
 	tlb->parallel_free_helpers = tlb_parallel_free_reserve();
-	if (tlb->parallel_free_helpers)
-		return true;
+	if (!tlb->parallel_free_helpers)
+		goto refused;
+	if (tlb_parallel_free_memory_short(threshold)) {
+		tlb_parallel_free_release(tlb);
+		return false;
+	}
+	return true;
 refused:
 	/* Not asked again: this runs under the page table lock. */
 	tlb->parallel_free_refused = 1;

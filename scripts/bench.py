@@ -325,7 +325,7 @@ def cmd_deferred(args):
             csv = benchplot.write_csv("deferred", header, rows)
             if args.helper_trace:
                 benchplot.write_csv("deferred-helpers", hheader, hrows)
-            print(f"{nodes}x{cpus}x{mem}: boot {i + 1} of {args.repeat} "
+            print(f"{label(g)}: boot {i + 1} of {args.repeat} "
                   "done", file=sys.stderr, flush=True)
     if not res:
         guest.die("no boot reported deferred init")

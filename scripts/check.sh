@@ -199,7 +199,7 @@ stage lockdep lockdep_report; count $?
 
 # The guest suites in CI's 'make check': hugetlbtest boots the Rust engine on
 # every scenario and padata on the first three (hugetlbtest --quick),
-# freetest runs 13 of its 26 cases and half the hotplug time (freetest
+# freetest runs 14 of its 28 cases and half the hotplug time (freetest
 # --quick, see tests/guest/free.sh); 'make check-full' runs them whole.
 quick=--quick
 [ "$CHECK_FULL" = 1 ] && quick=

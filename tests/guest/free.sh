@@ -5,7 +5,7 @@
 #   FREECASE <name> rc=<exit code> memfree_before=<kB> memfree_after=<kB>
 #            pf=<parallel flushes> pft=<their threads> pff=<fallbacks>
 #            png=<gathers that did not grow>
-#            pnm=<of them, for lack of memory>
+#            pnm=<rounds refused for lack of memory>
 # (the /proc/vmstat tlb_parallel_free* deltas over the case), and first
 #   FREEDEFAULT parallel_free=<sysctl at boot> counters=<sum at boot>
 # mtjob.free=quick leaves out the cases run with full_case (below).
@@ -306,10 +306,11 @@ echo "FREEDEFAULT parallel_free=$(cat $VM/parallel_free)" \
 	"counters=$(counters | awk '{ print $1 + $2 + $3 + $4 + $5 }')"
 swap_on_zram || echo "free.sh: no swap on zram"
 # mtjob.free=quick ('make check'): the cases run by full_case are left out;
-# 13 of 26 remain: off by default, the sysctl bounds, below the threshold,
+# 14 of 28 remain: off by default, the sysctl bounds, below the threshold,
 # munmap() of 2 GiB without THP and exit() with, a COW fork, four of the
 # policies that refuse helpers (not taskset, cpu.weight or cpu.idle), a
-# tight memory cgroup, OOM mid-teardown and the lowest threshold; nothing of swap, concurrent exits,
+# tight and a roomy memory cgroup, OOM mid-teardown and the lowest
+# threshold; nothing of swap, concurrent exits,
 # pressure or vm.parallel_free_by_node=0.  mtjob.free=test ('make
 # check-full') runs every case.
 full_case() {
@@ -350,8 +351,13 @@ test|quick)
 		free_test munmap 256 0
 	run_case busy-cpus on_busy_cpus
 	# A memory cgroup with less than the threshold (1 GiB) left above a
-	# 2 GiB teardown: the gather does not grow, for lack of memory.
+	# 2 GiB teardown: the gather does not grow, for lack of memory; with
+	# room for it, it does.
 	run_case memcg-tight in_cgroup tight memory.max 2700M \
+		free_test munmap 2048 0
+	full_case memcg-tight-exit in_cgroup tight memory.max 2700M \
+		free_test exit 2048 0
+	run_case memcg-roomy in_cgroup roomy memory.max 3500M \
 		free_test munmap 2048 0
 	full_case by-node-off with_sysctl parallel_free_by_node 0 free_test munmap 2048 0
 	run_case oom-mid-teardown oom_mid_teardown

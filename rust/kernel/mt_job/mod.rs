@@ -11,8 +11,9 @@
 //! so the chunk function may borrow from the caller's stack; then
 //! the calling thread runs any chunk still left, so a job that returns `Ok` ran every index,
 //! whatever helper allocation, CPU hotplug or node state did meanwhile. A job of one thread is
-//! one chunk, the whole range; unless it is an [`Affinity::Node`] job of another node, the calling
-//! thread runs it without spawning anything, as padata runs a job of one thread.
+//! one chunk, the whole range; unless it is an [`Affinity::Node`] or [`Affinity::ByIndexStrict`]
+//! job whose node is another, the calling thread runs it without spawning anything, as padata
+//! runs a job of one thread.
 //!
 //! [`workqueue::scope!`]: crate::workqueue::scope
 //!
@@ -73,7 +74,7 @@ use crate::{
         },
         LockClassKey, //
     },
-    workqueue::scope_with_key,
+    workqueue::scope_with_key, //
 };
 use core::{
     marker::PhantomData,
@@ -125,8 +126,8 @@ pub use new_job;
 /// node. The caller may move right after: a placement hint.
 #[inline]
 fn on_node(node: NumaNode) -> bool {
-    // A CPU is always in its own node's mask: one call instead of three for the common case (a
-    // job of one thread on its node is timed against padata's direct call by `make bench-engine`).
+    // An online CPU is in `cpumask_of_node(numa_node_id())` (under NUMA emulation too), so the
+    // mask is only read for another node; a wrong answer would only misplace a chunk.
     node == NumaNode::current()
         || node
             .cpumask()
@@ -613,12 +614,13 @@ impl<'a, I: Index> Job<'a, I> {
                 Affinity::Node(_) | Affinity::ByIndexStrict(_)
             );
             if here || !placed {
-                return Self::run_alone(&plan, &f, self.name, self.key, here);
+                return self.run_alone(&plan, &f, here);
             }
         }
         let whole = [Segment::new(0, plan.chunks, node)];
+        // A job of one thread that got here is one chunk, placed in `whole` above.
         let per_node = match self.affinity {
-            Affinity::ByIndex(node_of) | Affinity::ByIndexStrict(node_of) => {
+            Affinity::ByIndex(node_of) | Affinity::ByIndexStrict(node_of) if plan.threads > 1 => {
                 plan.segments::<I>(node_of, self.alloc_flags)
             }
             _ => None,
@@ -651,23 +653,17 @@ impl<'a, I: Index> Job<'a, I> {
     /// without it the scope would only cost time (a job of one index took 1.4 us with it and
     /// 0.5 us without, `make bench-engine` under QEMU TCG).
     ///
-    /// `on_node` is whether the chunk starts on its node's CPUs, or has no node: a chunk off its
-    /// node counts in [`Report::off_node`], as the threads of a larger job count it.
-    fn run_alone<F>(
-        plan: &Plan,
-        f: &F,
-        name: &'static CStr,
-        key: Pin<&'static LockClassKey>,
-        on_node: bool,
-    ) -> (Result, Report)
+    /// `here` is whether the chunk starts on its node's CPUs, or has no node: a chunk off its node
+    /// counts in [`Report::off_node`], as the threads of a larger job count it.
+    fn run_alone<F>(&self, plan: &Plan, f: &F, here: bool) -> (Result, Report)
     where
         F: Fn(Range<I>) -> Result,
     {
         debug_assert_eq!(plan.chunks, 1);
         let r = plan.range(0);
-        let off_node = usize::from(!on_node);
+        let off_node = usize::from(!here);
         let res = if cfg!(CONFIG_LOCKDEP) {
-            scope_with_key(name, key, |_| {
+            scope_with_key(self.name, self.key, |_| {
                 f(I::from_u64(r.start)..I::from_u64(r.end))
             })
         } else {

@@ -62,17 +62,16 @@ impl Plan {
         if !cfg!(CONFIG_SMP) {
             threads = 1;
         }
-        // The CPU counts only bound a job of several threads: a job of one thread skips them
-        // (`make bench-engine` at cap 1 times exactly this path against padata's direct call).
+        // The CPU counts only bound a job of several threads: a job of one thread reads none.
         if threads > 1 {
             // Like padata, whose pool of helpers has one per possible CPU, no more threads than
             // CPUs: more would only take turns, and would cost helper allocations.
             threads = threads.min(u64::from(Cpumask::online().weight().max(1)));
-        }
-        if let (true, Affinity::Node(node)) = (threads > 1, &job.affinity) {
-            // Helpers only run on the node's CPUs: more threads than it has CPUs would only
-            // take turns on them.
-            threads = threads.min(u64::from(node.nr_cpus().max(1)));
+            if let Affinity::Node(node) = job.affinity {
+                // Helpers only run on the node's CPUs: more threads than it has CPUs would only
+                // take turns on them.
+                threads = threads.min(u64::from(node.nr_cpus().max(1)));
+            }
         }
         if threads == 1 {
             // Nobody to balance the load with: one chunk, as padata calls a job of one thread.

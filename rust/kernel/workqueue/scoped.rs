@@ -51,6 +51,8 @@ use crate::{
     str::CStr,
     sync::LockClassKey, //
 };
+#[cfg(CONFIG_LOCKDEP)]
+use crate::types::Opaque;
 use core::{
     cell::{
         RefCell,
@@ -135,7 +137,7 @@ where
         name,
         key,
         #[cfg(CONFIG_LOCKDEP)]
-        map: crate::types::Opaque::uninit(),
+        map: Opaque::uninit(),
         scope: PhantomData,
         env: PhantomData,
     };
@@ -216,7 +218,7 @@ pub struct Scope<'scope, 'env: 'scope> {
     key: Pin<&'static LockClassKey>,
     /// The scope's own lockdep map, which the join acquires.
     #[cfg(CONFIG_LOCKDEP)]
-    map: crate::types::Opaque<bindings::lockdep_map>,
+    map: Opaque<bindings::lockdep_map>,
     scope: PhantomData<&'scope mut &'scope ()>,
     env: PhantomData<&'env mut &'env ()>,
 }
