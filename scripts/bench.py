@@ -337,7 +337,8 @@ def cmd_deferred(args):
         f"{label(g)} {'yes' if on else 'no'}"
         for g, on in prealloc.items()))
     print(f"{'guest (nodes x vCPUs x GiB)':28} {'engine':26} {'threads':>7} "
-          f"{'median':>8} {'min':>8} {'max':>8}   per node medians")
+          f"{'median':>8} {'p90':>8} {'min':>8} {'max':>8}   "
+          "per node medians")
     med = {}
     for g, by_spec in res.items():
         for spec, runs in by_spec.items():
@@ -351,6 +352,7 @@ def cmd_deferred(args):
                 for node in sorted(runs[0]["nodes"]))
             print(f"{label(g):28} {spec:26} "
                   f"{','.join(map(str, thr)):>7} {med[g, spec]:>8.0f} "
+                  f"{helpertrace.percentile(us, 90):>8} "
                   f"{min(us):>8} {max(us):>8}   {per}")
             pages = {tuple(sorted((k, v['pages'] + v['grown'])
                                   for k, v in r['nodes'].items()))
@@ -437,8 +439,10 @@ def plot_helper_starts(st, args):
     plt = benchplot.pyplot()
     fig, ax = plt.subplots(figsize=(10, 4.5))
     gs = sorted({g for g, _ in st})
-    width = 0.8 / max(len(args.engines), 1)
-    for k, spec in enumerate(args.engines):
+    # Only the engines that queue helpers (not serial).
+    specs = [e for e in args.engines if any(k[1] == e for k in st)]
+    width = 0.8 / max(len(specs), 1)
+    for k, spec in enumerate(specs):
         pts = [(j + k * width, st[g, spec]) for j, g in enumerate(gs)
                if (g, spec) in st]
         if not pts:
