@@ -351,8 +351,9 @@ test|quick)
 		free_test munmap 256 0
 	run_case busy-cpus on_busy_cpus
 	# A memory cgroup with less than the threshold (1 GiB) left above a
-	# 2 GiB teardown: the gather does not grow, for lack of memory; with
-	# room for it, it does.
+	# 2 GiB teardown: the gather does not grow, for lack of memory, until
+	# the rounds freed serially made room; with room from the start, it
+	# grows at once.
 	run_case memcg-tight in_cgroup tight memory.max 2700M \
 		free_test munmap 2048 0
 	full_case memcg-tight-exit in_cgroup tight memory.max 2700M \

@@ -38,6 +38,8 @@ use super::{
     WorkItem,
     WorkItemPointer, //
 };
+#[cfg(CONFIG_LOCKDEP)]
+use crate::types::Opaque;
 use crate::{
     alloc::{
         AllocError,
@@ -51,8 +53,6 @@ use crate::{
     str::CStr,
     sync::LockClassKey, //
 };
-#[cfg(CONFIG_LOCKDEP)]
-use crate::types::Opaque;
 use core::{
     cell::{
         RefCell,
