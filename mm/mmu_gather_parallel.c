@@ -15,8 +15,8 @@
  *   estimate, the private anonymous folios (COW copies included) no longer
  *   mapped when gathered, which the flush frees, not page cache or folios
  *   mapped elsewhere, which only lose a reference.  A growing gather stops at
- *   twice the threshold gathered.  A gather
- *   refused once is not asked again.
+ *   twice the threshold gathered.  A gather whose task gets no helpers (or
+ *   finds none idle) is refused for good: it is not asked again.
  *
  * - A gather does not grow while memory is short: a node the task may
  *   allocate from below the low watermarks of its zones, or a memory cgroup

@@ -262,7 +262,7 @@ def plot_engine(name, rows, args):
 
 # Guest shapes of 'deferred': nodes x vCPUs x GiB.  The first three fit the
 # 2-core host (vCPUs <= 2); the last is the oversubscribed guest of 'make run'.
-DEFERRED_GUESTS = "1x1x16,1x2x16,2x2x16,2x4x8"
+DEFERRED_GUESTS = "1x2x16,2x2x16,1x2x16+numa=fake=8,4x8x16,8x16x64"
 
 
 def label(g):
@@ -522,7 +522,8 @@ def main():
     ap.add_argument("--smoke", action="store_true", help="engine: check "
                     "that every point runs (make check), no table")
     ap.add_argument("--guests", default=DEFERRED_GUESTS,
-                    help="deferred: NODESxVCPUSxGIB,... (default "
+                    help="deferred: NODESxVCPUSxGIB[+PARAM[+...]],... "
+                    "(a guest's own kernel parameters after +; default "
                     f"{DEFERRED_GUESTS})")
     ap.add_argument("--engines",
                     default="rust,padata,serial,rust:mt_job.max_threads=1",

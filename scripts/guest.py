@@ -726,7 +726,7 @@ def cmd_freetest(args):
         what, ok = expect
         check(ok(pf, pft, pff, png, pnm), f"{name}: {what} "
               f"(tlb_parallel_free +{pf}, threads +{pft}, fallback +{pff}, "
-              f"nogrow +{png}, of them for memory +{pnm})")
+              f"nogrow +{png}, nogrow_memory +{pnm})")
     return check.finish("freetest")
 
 

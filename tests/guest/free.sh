@@ -4,7 +4,7 @@
 # freetest, freebench).  Each test case prints one line the host checks:
 #   FREECASE <name> rc=<exit code> memfree_before=<kB> memfree_after=<kB>
 #            pf=<parallel flushes> pft=<their threads> pff=<fallbacks>
-#            png=<gathers that did not grow>
+#            png=<gathers refused growth for good>
 #            pnm=<rounds refused for lack of memory>
 # (the /proc/vmstat tlb_parallel_free* deltas over the case), and first
 #   FREEDEFAULT parallel_free=<sysctl at boot> counters=<sum at boot>
