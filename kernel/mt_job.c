@@ -29,7 +29,11 @@
 #include <linux/overflow.h>
 #include <linux/padata.h>
 #include <linux/rwsem.h>
+#include <linux/sched/clock.h>
 #include <linux/string.h>
+
+#define CREATE_TRACE_POINTS
+#include <trace/events/mt_job.h>
 
 #include "mt_job_internal.h"
 
@@ -273,17 +277,20 @@ int __mt_job_run(struct mt_job *job, struct lock_class_key *key,
 	int cap = READ_ONCE(mt_job_max_threads);
 	int saved = job->max_threads;
 	bool ran = false;
+	u64 start_ns = 0;
 	int ret;
 
 	might_sleep();
 	ret = mt_job_check(job);
 	if (ret)
 		return ret;
+	if (trace_mt_job_run_enabled())
+		start_ns = local_clock();
 	job->nr_threads = 0;
 	job->nr_off_node = 0;
 	job->engine = mt_job_pick_engine(job->nowait);
 	if (!job->size)
-		return 0;
+		goto out;
 	if (cap > 0)
 		job->max_threads = min(job->max_threads, cap);
 
@@ -297,6 +304,10 @@ int __mt_job_run(struct mt_job *job, struct lock_class_key *key,
 	if (!ran)
 		ret = mt_job_run_serial(job);
 	job->max_threads = saved;
+out:
+	if (trace_mt_job_run_enabled())
+		trace_mt_job_run(job, class_name, ret,
+				 start_ns ? local_clock() - start_ns : 0);
 	return ret;
 }
 EXPORT_SYMBOL_GPL(__mt_job_run);

@@ -7,32 +7,43 @@
  * are freed by the calling task and kworker helpers with mt_job_run().  It
  * is off until vm.parallel_free is set to 1 (a static key).  Then:
  *
- * - Where a gather would stop at MAX_GATHER_BATCH_COUNT batches, it reserves
- *   helpers: at most one per other CPU that is idle now, and at most
- *   vm.parallel_free_max_helpers for all gathers together.  Only with a
- *   reservation does it grow on, up to vm.parallel_free_threshold pages to
- *   free, counted by size (a PMD-mapped THP is HPAGE_PMD_NR pages): an
- *   estimate, the private anonymous folios (COW copies included) no longer
- *   mapped when gathered, which the flush frees, not page cache or folios
- *   mapped elsewhere, which only lose a reference.  A growing gather stops at
- *   twice the threshold gathered.  A gather whose task gets no helpers (or
- *   finds none idle) is refused for good: it is not asked again.
+ * - A round is what a gather holds without growing (MAX_GATHER_BATCH_COUNT
+ *   batches).  Before each round, outside the page table lock, the gather
+ *   asks for helpers: when unmap_vmas() starts a teardown of at least
+ *   vm.parallel_free_threshold pages (the range, or the RSS if smaller), and
+ *   at each flush that ends a full round.  It reserves at most one helper
+ *   per other idle CPU of the unbound workqueue cpumask
+ *   (sched_offload_idle_cpus(): isolated and nohz_full CPUs do not count),
+ *   and at most vm.parallel_free_max_helpers for all gathers together.
  *
- * - A gather does not grow while memory is short: a node the task may
- *   allocate from below the low watermarks of its zones, or a memory cgroup
- *   of the task (or above it) with less than the threshold left below its
- *   memory.high or memory.max.  The pages it would hold back are out of the
- *   task's RSS, still charged, and out of the OOM reaper's reach.  Nor while
- *   most of what it gathered would not be freed.  Both are asked again at
- *   the next round.
+ * - Only with a reservation does a full gather grow on, up to
+ *   vm.parallel_free_threshold pages to free, counted by size (a PMD-mapped
+ *   THP is HPAGE_PMD_NR pages): an estimate, the private anonymous folios
+ *   (COW copies included) no longer mapped when gathered, which the flush
+ *   frees, not page cache or folios mapped elsewhere, which only lose a
+ *   reference.  A growing gather stops at twice the threshold gathered, and
+ *   a round whose gather holds mostly pages the flush does not free does not
+ *   grow.  Under the page table lock (tlb_next_batch()) only the reservation
+ *   and the gather's own counts are read.
+ *
+ * - No helpers for a round while no CPU is idle or the cap is reached, nor
+ *   while memory is short: a node the task may allocate from below the low
+ *   watermarks of its zones, or a memory cgroup of the task (or above it)
+ *   with less than the threshold left below its memory.high or memory.max.
+ *   The pages a grown gather holds back are out of the task's RSS, still
+ *   charged, and out of the OOM reaper's reach.  Both are asked again at the
+ *   next flush.  A task whose helpers would be unfair (below) is refused for
+ *   the whole gather.
  *
  * - Only a flush of at least the threshold is parallel; a grown gather that
  *   ends below it (the tail of a teardown) is freed serially.  After each
  *   flush the reservation is given back and the batch list trimmed to
  *   MAX_GATHER_BATCH_COUNT, so every round of a long teardown decides again.
  *
- * - Helpers are kworkers: nice 0, root cgroup, their time charged to no
- *   cgroup.  Tasks whose CPU use is restricted in any way stay serial
+ * - Helpers are kworkers: nice 0, root cgroup.  The CPU time they spend
+ *   freeing (task_sched_runtime()) is charged to the caller's cgroups after
+ *   the job (sched_account_offload(): cpu.stat usage_usec and system_usec).
+ *   Tasks whose CPU use is restricted in any way stay serial
  *   (sched_task_offload_allowed()), as do kernel threads (the OOM reaper),
  *   teardowns of another task's mm (process_mrelease()), OOM victims and
  *   tasks with a fatal signal; the last two are checked again at every
@@ -43,10 +54,13 @@
  *   work alone.  The page table walk stays serial: the free of a full
  *   gather runs after its TLB flush and before the walk resumes.
  *
- * - With vm.parallel_free_by_node, batches are sorted by the node of their
- *   first page and freed with MT_JOB_AFFINITY_BY_INDEX, so that helpers on
- *   node N take node N's batches first and contend for node N's zone locks;
- *   batches of a node without an idle CPU are tied to no node.
+ * - The job's indices are the gather's batches, in the order of its batch
+ *   list, which each chunk walks from its head: no array to allocate.  With
+ *   vm.parallel_free_by_node, the list is first relinked by the node of each
+ *   batch's first page and the batches freed with MT_JOB_AFFINITY_BY_INDEX,
+ *   so that helpers on node N take node N's batches first and contend for
+ *   node N's zone locks; batches of a node without an idle CPU are tied to
+ *   no node.
  */
 
 #include <linux/atomic.h>
@@ -62,14 +76,18 @@
 #include <linux/nodemask.h>
 #include <linux/oom.h>
 #include <linux/sched.h>
+#include <linux/sched/clock.h>
+#include <linux/sched/cputime.h>
 #include <linux/sched/signal.h>
 #include <linux/sizes.h>
-#include <linux/slab.h>
-#include <linux/sort.h>
 #include <linux/sysctl.h>
 #include <linux/vmstat.h>
+#include <linux/workqueue.h>
 
 #include <asm/tlb.h>
+
+#define CREATE_TRACE_POINTS
+#include <trace/events/mmu_gather.h>
 
 #include "internal.h"
 
@@ -103,10 +121,20 @@ static DEFINE_MUTEX(tlb_parallel_free_lock);
 /* Helpers reserved by all gathers, <= vm.parallel_free_max_helpers. */
 static atomic_t tlb_parallel_free_helpers = ATOMIC_INIT(0);
 
-/* A gathered batch and the node it is freed on, NUMA_NO_NODE for any. */
-struct tlb_free_batch {
-	struct mmu_gather_batch *batch;
-	int nid;
+/*
+ * A parallel flush: the job's indices are the batches of @tlb's list, from
+ * tlb->local on, all holding pages.
+ */
+struct tlb_free_job {
+	struct mmu_gather *tlb;
+	/* The task whose gather it is: the helpers' time is charged to it. */
+	struct task_struct *caller;
+	atomic64_t helper_ns;
+	/* Nodes with an idle CPU, for vm.parallel_free_by_node. */
+	nodemask_t idle_nodes;
+	/* Where tlb_free_batch_nid() is in the list: batch @at_index is @at. */
+	struct mmu_gather_batch *at;
+	unsigned long at_index;
 };
 
 /* Is the gather tearing down the calling task's own mm? */
@@ -170,7 +198,7 @@ static bool tlb_parallel_free_memcg_short(unsigned long threshold)
  * may allocate from below the low watermarks of its zones (where allocations
  * wake kswapd; watermark boosting left out), or a memory cgroup within
  * @threshold of its limit.  Read without locks: a heuristic, asked again at
- * every round of a teardown, under the page table lock.
+ * every round of a teardown, outside the page table lock.
  */
 static bool tlb_parallel_free_memory_short(unsigned long threshold)
 {
@@ -205,22 +233,16 @@ static bool tlb_parallel_free_memory_short(unsigned long threshold)
 }
 
 /*
- * Reserves helpers: at most one per other online CPU that is idle now, within
- * vm.parallel_free_max_helpers for all gathers.  Returns how many, maybe 0.
+ * Reserves helpers: at most one per other idle CPU that unbound kworkers may
+ * run on, within vm.parallel_free_max_helpers for all gathers.  Returns how
+ * many, maybe 0.
  */
 static unsigned int tlb_parallel_free_reserve(void)
 {
 	int max = READ_ONCE(sysctl_parallel_free_max_helpers);
-	int self = raw_smp_processor_id();
-	int cpu, idle = 0, old, nr;
+	int idle, old, nr;
 
-	/* mt_job.engine=serial or mt_job.max_threads=1: no helper to have. */
-	if (!mt_job_may_use_helpers(true))
-		return 0;
-	for_each_online_cpu(cpu) {
-		if (cpu != self && idle_cpu(cpu) && ++idle >= max)
-			break;
-	}
+	idle = sched_offload_idle_cpus(current, max);
 	old = atomic_read(&tlb_parallel_free_helpers);
 	do {
 		nr = min(idle, max - old);
@@ -237,16 +259,62 @@ static void tlb_parallel_free_release(struct mmu_gather *tlb)
 	tlb->parallel_free_helpers = 0;
 }
 
+/*
+ * Asks, outside the page table lock, for the next round's helpers: reserves
+ * them, or refuses the gather for good (a task whose work helpers may not
+ * do), or neither for this round (memory short, no CPU idle, the cap
+ * reached), counting why.
+ */
+static void tlb_parallel_free_ask(struct mmu_gather *tlb)
+{
+	unsigned long threshold = READ_ONCE(sysctl_parallel_free_threshold);
+
+	if (tlb->parallel_free_refused || tlb->parallel_free_helpers)
+		return;
+	/* mt_job.engine=serial or mt_job.max_threads=1: no helper to have. */
+	if (!mt_job_may_use_helpers(true) || !tlb_parallel_free_allowed(tlb)) {
+		tlb->parallel_free_refused = 1;
+		count_vm_event(TLB_PARALLEL_FREE_NOGROW);
+		return;
+	}
+	if (tlb_parallel_free_memory_short(threshold))
+		return;
+	tlb->parallel_free_helpers = tlb_parallel_free_reserve();
+	if (!tlb->parallel_free_helpers)
+		count_vm_event(TLB_PARALLEL_FREE_NOGROW_BUSY);
+}
+
+/**
+ * __tlb_parallel_free_begin - a teardown starts
+ * @tlb: its gather
+ * @start: first address unmap_vmas() unmaps
+ * @end: the address after its last
+ *
+ * Asks for helpers for the first round when the teardown may reach
+ * vm.parallel_free_threshold pages: its range, or the mm's RSS if smaller.
+ * Other gathers (MADV_DONTNEED, mremap()) first ask at the flush of their
+ * first full round.
+ */
+void __tlb_parallel_free_begin(struct mmu_gather *tlb, unsigned long start,
+			       unsigned long end)
+{
+	unsigned long pages = min((end - start) >> PAGE_SHIFT,
+				  get_mm_rss(tlb->mm));
+
+	if (pages >= READ_ONCE(sysctl_parallel_free_threshold))
+		tlb_parallel_free_ask(tlb);
+}
+
 /**
  * __tlb_parallel_free_grow - may a full gather allocate one more batch?
  * @tlb: a gather whose MAX_GATHER_BATCH_COUNT or more batches are full
  *
- * Called by tlb_next_batch() where upstream stops gathering.  The gather
- * grows until it holds vm.parallel_free_threshold pages to free (or twice
- * that gathered), and only while it holds a reservation of helpers, which the
- * first call of a round takes unless the task gets no helpers (then the
- * gather is not asked again), most of what it gathered would not be freed, or
- * memory is short.
+ * Called by tlb_next_batch(), under the page table lock, where upstream stops
+ * gathering.  The gather grows, with the helpers reserved before this round,
+ * until it holds vm.parallel_free_threshold pages to free or twice that
+ * gathered.  It does not grow in a round that starts with mostly pages the
+ * flush would not free, nor once its task is an OOM victim or has a fatal
+ * signal.  Marks the round full, so that its flush asks for the next one.
  *
  * Return: true if another batch may be allocated.
  */
@@ -254,132 +322,185 @@ bool __tlb_parallel_free_grow(struct mmu_gather *tlb)
 {
 	unsigned long threshold = READ_ONCE(sysctl_parallel_free_threshold);
 
-	/* Enough to free in parallel, or mostly pages a flush does not free. */
-	if (tlb->parallel_free_refused ||
+	tlb->parallel_free_full = 1;
+	if (!tlb->parallel_free_helpers ||
 	    tlb->parallel_free_freeable >= threshold ||
 	    tlb->parallel_free_pages >= 2 * threshold)
 		return false;
-	if (tlb->parallel_free_helpers) {
-		/* Chosen by the OOM killer or killed since: stop holding back. */
-		if (tsk_is_oom_victim(current) || fatal_signal_pending(current)) {
-			tlb_parallel_free_release(tlb);
-			tlb->parallel_free_refused = 1;
-			return false;
-		}
-		return true;
-	}
-	/*
-	 * Not this round (a round is what a gather holds without growing): a
-	 * gather of mostly page cache or shared folios, or memory too short to
-	 * hold pages back.
-	 */
-	if (2 * tlb->parallel_free_freeable < tlb->parallel_free_pages)
-		return false;
-	if (!tlb_parallel_free_allowed(tlb))
-		goto refused;
-	tlb->parallel_free_helpers = tlb_parallel_free_reserve();
-	if (!tlb->parallel_free_helpers)
-		goto refused;
-	if (tlb_parallel_free_memory_short(threshold)) {
+	/* Chosen by the OOM killer or killed since: stop holding back. */
+	if (tsk_is_oom_victim(current) || fatal_signal_pending(current)) {
 		tlb_parallel_free_release(tlb);
+		tlb->parallel_free_refused = 1;
 		return false;
+	}
+	/* The first batch beyond upstream's: mostly page cache or shared? */
+	if (tlb->batch_count == MAX_GATHER_BATCH_COUNT) {
+		if (2 * tlb->parallel_free_freeable < tlb->parallel_free_pages)
+			return false;
+		if (trace_tlb_parallel_free_enabled())
+			tlb->parallel_free_grown_ns = local_clock();
 	}
 	return true;
-refused:
-	/* Not asked again: this runs under the page table lock. */
-	tlb->parallel_free_refused = 1;
-	count_vm_event(TLB_PARALLEL_FREE_NOGROW);
-	return false;
+}
+
+/* The batch @n places after @batch in its list. */
+static struct mmu_gather_batch *tlb_batch_after(struct mmu_gather_batch *batch,
+						unsigned long n)
+{
+	while (n--)
+		batch = batch->next;
+	return batch;
+}
+
+/* The node of a batch's first page if a CPU there is idle, or none. */
+static int tlb_batch_nid(struct mmu_gather_batch *batch,
+			 const nodemask_t *idle_nodes)
+{
+	int nid = page_to_nid(encoded_page_ptr(batch->encoded_pages[0]));
+
+	return node_isset(nid, *idle_nodes) ? nid : NUMA_NO_NODE;
+}
+
+/*
+ * Relinks the @nr batches after tlb->local (all holding pages) by the node
+ * tlb_batch_nid() gives them, in node order, those of no node last; empty
+ * batches stay behind them.  tlb->local stays first: it is part of the
+ * gather and holds at most MMU_GATHER_BUNDLE pages.
+ */
+static void tlb_free_sort_by_node(struct mmu_gather *tlb, unsigned int nr,
+				  const nodemask_t *idle_nodes)
+{
+	struct mmu_gather_batch *rest = tlb->local.next, *last, *batch;
+	struct mmu_gather_batch **link = &tlb->local.next, **pos;
+	int nid = first_node(*idle_nodes);
+
+	last = tlb_batch_after(&tlb->local, nr);
+	*link = NULL;
+	batch = last->next;
+	last->next = NULL;
+	for (;;) {
+		bool any = nid >= MAX_NUMNODES;
+
+		for (pos = &rest; *pos; ) {
+			struct mmu_gather_batch *b = *pos;
+
+			if (!any && tlb_batch_nid(b, idle_nodes) != nid) {
+				pos = &b->next;
+				continue;
+			}
+			*pos = b->next;
+			b->next = NULL;
+			*link = b;
+			link = &b->next;
+		}
+		if (any)
+			break;
+		nid = next_node(nid, *idle_nodes);
+	}
+	*link = batch;
 }
 
 static int tlb_free_batches(unsigned long start, unsigned long end,
 			    void *arg)
 {
-	struct tlb_free_batch *batches = arg;
+	struct tlb_free_job *fj = arg;
+	struct mmu_gather_batch *batch;
+	bool helper = current != fj->caller;
+	u64 runtime = 0;
 
+	if (helper)
+		runtime = task_sched_runtime(current);
+	/*
+	 * A few chunks per thread (mt_job's plan), each walking the list from
+	 * its head: a few thousand pointers for a gather of 2 GiB.
+	 */
+	batch = tlb_batch_after(&fj->tlb->local, start);
 	/* Each batch is freed by one thread, MAX_NR_FOLIOS_PER_FREE at a time. */
-	for (; start < end; start++)
-		tlb_batch_free_encoded_pages(batches[start].batch);
+	for (; start < end; start++, batch = batch->next)
+		tlb_batch_free_encoded_pages(batch);
+	if (helper)
+		atomic64_add(task_sched_runtime(current) - runtime,
+			     &fj->helper_ns);
 	return 0;
 }
 
 static int tlb_free_batch_nid(unsigned long index, void *arg)
 {
-	struct tlb_free_batch *batches = arg;
+	struct tlb_free_job *fj = arg;
 
-	return batches[index].nid;
-}
-
-static int tlb_free_batch_cmp(const void *a, const void *b)
-{
-	const struct tlb_free_batch *x = a, *y = b;
-
-	return x->nid - y->nid;
+	/* Asked by the caller alone, for rising indices (struct mt_job). */
+	if (index < fj->at_index) {
+		fj->at = &fj->tlb->local;
+		fj->at_index = 0;
+	}
+	fj->at = tlb_batch_after(fj->at, index - fj->at_index);
+	fj->at_index = index;
+	return tlb_batch_nid(fj->at, &fj->idle_nodes);
 }
 
 /*
- * Frees the gathered batches with the reserved helpers.  Returns false, with
- * nothing freed, if there is only one batch or the batch array cannot be
- * allocated.
+ * Frees the gathered batches (@freeable pages to free of @gathered) with the
+ * reserved helpers and charges their time to the caller's cgroups.  Returns
+ * false, with nothing freed, if there is only one batch.
  */
-static bool tlb_free_parallel(struct mmu_gather *tlb)
+static bool tlb_free_parallel(struct mmu_gather *tlb, unsigned long freeable,
+			      unsigned long gathered)
 {
+	struct tlb_free_job fj = {
+		.tlb		= tlb,
+		.caller		= current,
+		.helper_ns	= ATOMIC64_INIT(0),
+		.idle_nodes	= NODE_MASK_NONE,
+		.at		= &tlb->local,
+	};
 	struct mt_job job = {
 		.thread_fn	= tlb_free_batches,
+		.fn_arg		= &fj,
 		.align		= 1,
 		.min_chunk	= 1,
 		.max_threads	= tlb->parallel_free_helpers + 1,
 		.nowait		= true,
 		.name		= "mmu_gather",
 	};
-	nodemask_t idle_nodes = NODE_MASK_NONE;
-	struct tlb_free_batch *batches;
 	struct mmu_gather_batch *batch;
-	unsigned int nr = 0, i;
-	bool by_node;
+	u64 start_ns = 0, helper_ns;
+	unsigned int nr = 0;
 	int cpu;
 
 	for (batch = &tlb->local; batch && batch->nr; batch = batch->next)
 		nr++;
 	if (nr < 2)
 		return false;
-	batches = kmalloc_objs(*batches, nr, GFP_NOWAIT);
-	if (!batches)
-		return false;
 
-	by_node = READ_ONCE(sysctl_parallel_free_by_node) &&
-		  num_node_state(N_MEMORY) > 1;
-	if (by_node) {
-		for_each_online_cpu(cpu)
-			if (idle_cpu(cpu))
-				node_set(cpu_to_node(cpu), idle_nodes);
-	}
-	for (i = 0, batch = &tlb->local; i < nr; i++, batch = batch->next) {
-		int nid = NUMA_NO_NODE;
-
-		if (by_node)
-			nid = page_to_nid(encoded_page_ptr(batch->encoded_pages[0]));
-		batches[i].batch = batch;
-		batches[i].nid = nid != NUMA_NO_NODE &&
-				 node_isset(nid, idle_nodes) ? nid : NUMA_NO_NODE;
-	}
-	if (by_node)
-		sort(batches, nr, sizeof(*batches), tlb_free_batch_cmp, NULL);
-
-	job.fn_arg = batches;
 	job.size = nr;
-	if (by_node) {
+	if (READ_ONCE(sysctl_parallel_free_by_node) &&
+	    num_node_state(N_MEMORY) > 1) {
+		for_each_cpu_and(cpu, workqueue_unbound_cpumask(),
+				 cpu_online_mask)
+			if (idle_cpu(cpu))
+				node_set(cpu_to_node(cpu), fj.idle_nodes);
+		tlb_free_sort_by_node(tlb, nr - 1, &fj.idle_nodes);
 		job.affinity = MT_JOB_AFFINITY_BY_INDEX;
 		job.node_of = tlb_free_batch_nid;
 	} else {
 		job.affinity = MT_JOB_AFFINITY_INTERLEAVE;
 	}
+	if (trace_tlb_parallel_free_enabled())
+		start_ns = local_clock();
 	/* The job is valid by construction: on failure nothing ran. */
-	if (WARN_ON_ONCE(mt_job_run(&job))) {
-		kfree(batches);
+	if (WARN_ON_ONCE(mt_job_run(&job)))
 		return false;
+	helper_ns = atomic64_read(&fj.helper_ns);
+	sched_account_offload(current, helper_ns);
+	if (trace_tlb_parallel_free_enabled()) {
+		u64 now = local_clock();
+		u64 grown = tlb->parallel_free_grown_ns;
+
+		trace_tlb_parallel_free(freeable, gathered, nr,
+					tlb->parallel_free_helpers,
+					job.nr_threads, grown ? now - grown : 0,
+					start_ns ? now - start_ns : 0, helper_ns);
 	}
-	kfree(batches);
 	/* One thread: the caller alone, or a helper that took every batch. */
 	if (job.nr_threads < 2) {
 		count_vm_event(TLB_PARALLEL_FREE_FALLBACK);
@@ -418,25 +539,30 @@ static void tlb_parallel_free_trim(struct mmu_gather *tlb)
  * gather did not have to grow, as with THPs) when the gather holds at least
  * vm.parallel_free_threshold pages to free and vm.parallel_free is 1,
  * serially otherwise.  Then gives back the reservation and the batches beyond
- * MAX_GATHER_BATCH_COUNT.
+ * MAX_GATHER_BATCH_COUNT, and after a full round asks for the helpers of the
+ * next.
  *
  * Return: true: every page is freed.
  */
 bool __tlb_parallel_free_flush(struct mmu_gather *tlb)
 {
 	unsigned long pages = tlb->parallel_free_freeable;
+	unsigned long gathered = tlb->parallel_free_pages;
+	bool full = tlb->parallel_free_full;
 	struct mmu_gather_batch *batch;
 	bool freed = false;
 
 	tlb->parallel_free_pages = 0;
 	tlb->parallel_free_freeable = 0;
+	tlb->parallel_free_full = 0;
 	/* Not once vm.parallel_free is 0: the gather only shrinks back. */
 	if (static_branch_unlikely(&tlb_parallel_free_key) &&
 	    pages >= READ_ONCE(sysctl_parallel_free_threshold)) {
 		if (!tlb->parallel_free_helpers && !tlb->parallel_free_refused &&
-		    tlb_parallel_free_allowed(tlb))
+		    mt_job_may_use_helpers(true) && tlb_parallel_free_allowed(tlb))
 			tlb->parallel_free_helpers = tlb_parallel_free_reserve();
-		freed = tlb->parallel_free_helpers && tlb_free_parallel(tlb);
+		freed = tlb->parallel_free_helpers &&
+			tlb_free_parallel(tlb, pages, gathered);
 		if (!freed)
 			count_vm_event(TLB_PARALLEL_FREE_FALLBACK);
 	}
@@ -446,11 +572,18 @@ bool __tlb_parallel_free_flush(struct mmu_gather *tlb)
 	}
 	if (tlb->parallel_free_helpers)
 		tlb_parallel_free_release(tlb);
+	tlb->parallel_free_grown_ns = 0;
 	tlb_parallel_free_trim(tlb);
+	/* The next round: asked here, outside the page table lock. */
+	if (full && static_branch_unlikely(&tlb_parallel_free_key))
+		tlb_parallel_free_ask(tlb);
 	return true;
 }
 
-/* A gather ends holding a reservation only if the key was disabled meanwhile. */
+/*
+ * A gather ends holding a reservation if its last flush asked for a round
+ * that did not come, or the key was disabled meanwhile.
+ */
 void __tlb_parallel_free_finish(struct mmu_gather *tlb)
 {
 	tlb_parallel_free_release(tlb);

@@ -45,7 +45,10 @@ HUGE_TOUCH_RE = re.compile(r"^hugetlb_touch: (\d+) x (\d+) kB mapped and "
                            r"touched, (\d+) bad$", re.M)
 FREECASE_RE = re.compile(
     r"^FREECASE (\S+) rc=(\d+) memfree_before=(\d+) memfree_after=(\d+) "
-    r"pf=(-?\d+) pft=(-?\d+) pff=(-?\d+) png=(-?\d+) pnm=(-?\d+)$", re.M)
+    r"pf=(-?\d+) pft=(-?\d+) pff=(-?\d+) png=(-?\d+) pnm=(-?\d+) "
+    r"pnb=(-?\d+)$", re.M)
+FREEACCT_RE = re.compile(r"^FREEACCT (\S+) cgroup_us=(-?\d+) self_us=(-?\d+)$",
+                         re.M)
 FREEDEFAULT_RE = re.compile(r"^FREEDEFAULT parallel_free=(\d+) counters=(\d+)$",
                             re.M)
 FREEHOTPLUG_RE = re.compile(r"^FREEHOTPLUG cycles=(\d+)$", re.M)
@@ -565,10 +568,11 @@ def cmd_hugetlbbench(args):
 # Parallel freeing cases run by tests/guest/free.sh: name -> what the vmstat
 # deltas must show (parallel flushes pf, their threads pft, flushes at the
 # threshold freed serially pff, gathers refused growth for good png, rounds
-# refused for lack of memory pnm).  The
+# refused for lack of memory pnm, rounds without helpers for lack of an idle
+# CPU pnb).  The
 # threshold is 1 GiB, counted in pages by size (a THP is 512), and free.sh
 # sets vm.parallel_free=1 after the default-off case.
-def _serial_not_grown(pf, pft, pff, png, pnm):
+def _serial_not_grown(pf, pft, pff, png, pnm, pnb):
     return pf == 0 and png >= 1 and pnm == 0
 
 
@@ -593,7 +597,8 @@ FREE_CASES = {
     "swap-2g": ("parallel", lambda pf, *_: pf >= 1),
     "many-3x1200m": ("parallel", lambda pf, *_: pf >= 1),
     "pressure": ("parallel, or refused growth for memory",
-                 lambda pf, pft, pff, png, pnm: pf >= 1 or pnm >= 1),
+                 lambda pf, pft, pff, png, pnm, pnb: pf >= 1 or pnm >= 1
+                 or pnb >= 1),
     "rt": ("SCHED_FIFO: serial, did not grow", _serial_not_grown),
     "sched-idle": ("SCHED_IDLE: serial, did not grow", _serial_not_grown),
     "sched-batch": ("SCHED_BATCH: serial, did not grow", _serial_not_grown),
@@ -603,20 +608,30 @@ FREE_CASES = {
     "cgroup-cpu-weight-10": ("cpu.weight 10: serial, did not grow",
                              _serial_not_grown),
     "cgroup-cpu-idle": ("cpu.idle: serial, did not grow", _serial_not_grown),
-    "busy-cpus": ("no idle CPU: serial, did not grow", _serial_not_grown),
+    # No idle CPU is asked again at each flush, not a refusal for good.
+    "busy-cpus": ("no idle CPU: serial, rounds without helpers, none "
+                  "refused for good",
+                  lambda pf, pft, pff, png, pnm, pnb: pf == 0 and pnb >= 1
+                  and png == 0),
+    # Their FREEACCT lines are checked too (free_acct_checks()).
+    "acct-parallel": ("parallel, helpers joined",
+                      lambda pf, pft, *_: pf >= 1 and pft > pf),
+    "acct-serial": ("vm.parallel_free=0: nothing counted",
+                    lambda *c: all(x == 0 for x in c)),
     # Growth is refused while less than the threshold is left below
     # memory.max, and asked again each round: once the rounds freed
     # serially have made room, the rest of the teardown may go parallel.
     "memcg-tight": ("memory.max 2700M, less than the threshold above the "
                     "workload: rounds refused growth for memory, none for "
-                    "good", lambda pf, pft, pff, png, pnm: pnm >= 1
+                    "good", lambda pf, pft, pff, png, pnm, pnb: pnm >= 1
                     and png == 0),
     "memcg-tight-exit": ("exit() under memory.max 2700M: rounds refused "
                          "growth for memory, none for good",
-                         lambda pf, pft, pff, png, pnm: pnm >= 1
+                         lambda pf, pft, pff, png, pnm, pnb: pnm >= 1
                          and png == 0),
     "memcg-roomy": ("memory.max 3500M, room for the threshold: parallel",
-                    lambda pf, pft, pff, png, pnm: pf >= 1 and pnm == 0),
+                    lambda pf, pft, pff, png, pnm, pnb: pf >= 1
+                    and pnm == 0),
     "by-node-off": ("parallel", lambda pf, *_: pf >= 1),
     # Killed in munmap() or not, depending on timing: only what holds in
     # both cases is checked (the workload, memory, a clean log).
@@ -674,6 +689,26 @@ def free_memory_checks(check, what, cases, tolerance):
               f"{last} kB, tolerance {tolerance} kB)")
 
 
+def free_acct_checks(check, log):
+    """The helpers' CPU time is charged to the caller's cgroup: in LOG's
+    FREEACCT lines, acct-parallel's cgroup usage grew by more than the
+    caller's own CPU time, acct-serial's by the same within 5 ms + 5%."""
+    acct = {m[0]: (int(m[1]), int(m[2])) for m in FREEACCT_RE.findall(log)}
+    if not {"parallel", "serial"} <= set(acct):
+        check(False, f"acct: FREEACCT lines for parallel and serial "
+              f"(found {sorted(acct)})")
+        return
+    (pcg, pself), (scg, sself) = acct["parallel"], acct["serial"]
+    more_p, more_s = pcg - pself, scg - sself
+    check(abs(more_s) <= 5000 + sself // 20,
+          f"acct-serial: cgroup usage_usec grew by the caller's own CPU "
+          f"time ({scg} against {sself} us)")
+    check(more_p >= 5000 and more_p > 2 * abs(more_s) + 1000,
+          f"acct-parallel: cgroup usage_usec grew by the helpers' time too "
+          f"({pcg} against the caller's {pself} us: +{more_p} us, serial "
+          f"{more_s:+} us)")
+
+
 def cmd_freetest(args):
     check = Checks()
     # One boot runs every case (about 8 minutes under TCG on 2 host cores);
@@ -692,6 +727,7 @@ def cmd_freetest(args):
           f"counter at 0 ({m.group(0) if m else 'no FREEDEFAULT line'})")
     main_cases = FREECASE_RE.findall(log)
     got = {m[0]: tuple(map(int, m[1:])) for m in main_cases}
+    free_acct_checks(check, log)
     free_memory_checks(check, "", main_cases,
                        free_tolerance_kb(args))
     cases = {k: v for k, v in FREE_CASES.items()
@@ -715,18 +751,39 @@ def cmd_freetest(args):
     free_memory_checks(check, "", hot_cases,
                        free_tolerance_kb(hargs))
     cases["hotplug"] = ("parallel during hotplug", lambda pf, *_: pf >= 1)
+    # isolcpus: CPU 1 of two is isolated from the scheduling domains, and so
+    # out of the unbound workqueue cpumask: a 2 GiB munmap() on CPU 0 finds
+    # no CPU for a helper, and is asked again at each flush.
+    iargs = copy.copy(args)
+    iargs.nodes, iargs.cpus, iargs.mem_gib = 1, 2, 4
+    iargs.append = f"{args.append} isolcpus=domain,1".strip()
+    r, log = boot(iargs, "rust", "mtjob.free=isolcpus")
+    path = save_log(args, "freetest-isolcpus.log", log)
+    check(r["ok"], f"isolcpus: the guest ran its case and powered off "
+          f"({r['wall']:.1f} s; log {path})")
+    check(not r["bad"], "isolcpus: no BUG/WARNING/lockdep in the log"
+          + (f": {r['bad'][0]}" if r["bad"] else ""))
+    iso_cases = FREECASE_RE.findall(log)
+    got.update({m[0]: tuple(map(int, m[1:])) for m in iso_cases})
+    free_memory_checks(check, "", iso_cases, free_tolerance_kb(iargs))
+    cases["isolcpus"] = (
+        "isolcpus=domain,1, 2 vCPUs: no helper reserved (none on the "
+        "isolated CPU), rounds without helpers, none refused for good",
+        lambda pf, pft, pff, png, pnm, pnb: pf == 0 and pff == 0
+        and pnb >= 1 and png == 0)
     for name, expect in cases.items():
         if name not in got:
             check(False, f"{name}: no result in the log")
             continue
-        rc, before, after, pf, pft, pff, png, pnm = got[name]
+        rc, before, after, *counts = got[name]
         check(rc == 0, f"{name}: the workload succeeded (rc={rc})")
         if expect is None:
             continue
         what, ok = expect
-        check(ok(pf, pft, pff, png, pnm), f"{name}: {what} "
+        pf, pft, pff, png, pnm, pnb = counts
+        check(ok(*counts), f"{name}: {what} "
               f"(tlb_parallel_free +{pf}, threads +{pft}, fallback +{pff}, "
-              f"nogrow +{png}, nogrow_memory +{pnm})")
+              f"nogrow +{png}, nogrow_memory +{pnm}, nogrow_busy +{pnb})")
     return check.finish("freetest")
 
 
@@ -843,7 +900,7 @@ def main():
                     "from this saved log instead of a boot")
     ap.add_argument("--quick", action="store_true",
                     help="hugetlbtest: engines after the first on the first "
-                    "scenarios only; freetest: 14 of the 28 cases (free.sh's "
+                    "scenarios only; freetest: 16 of the 30 cases (free.sh's "
                     "full_case ones left out) and half the hotplug time "
                     "('make check')")
     ap.add_argument("--prealloc", action="store_true",

@@ -8,7 +8,8 @@ letter into build/series-7.3/.  With --build, checks out each commit in a
 separate work tree and builds it, so that every patch is shown to build.
 
 The overlay's content is the sum of the series: the last commit's tree is
-checked to be identical to what 'overlay.py apply' writes.
+checked to be identical to what 'overlay.py apply' writes.  Every commit is
+authored and signed off by identity(): MT_JOB_IDENTITY or git config user.*.
 """
 
 import argparse
@@ -223,6 +224,35 @@ def git(tree, *args, env=None, inp=None):
     return res.stdout.decode().strip()
 
 
+IDENTITY_RE = re.compile(r"^([^<>]+?)\s*<([^<>@\s]+@[^<>\s]+)>$")
+
+
+def identity():
+    """The series' author and Signed-off-by, as (name, email):
+    $MT_JOB_IDENTITY ("Name <email>"), else git config user.name and
+    user.email (of the overlay repository, then global), else the author of
+    the overlay repository's HEAD commit (a clean clone without git config)."""
+    env = os.environ.get("MT_JOB_IDENTITY", "").strip()
+    if env:
+        m = IDENTITY_RE.match(env)
+        if not m:
+            die(f"MT_JOB_IDENTITY={env!r}: write it as 'Name <email>'")
+        return m.group(1), m.group(2)
+
+    def config(key):
+        res = subprocess.run(["git", "-C", OVERLAY, "config", key],
+                             capture_output=True, text=True)
+        return res.stdout.strip() if res.returncode == 0 else ""
+    name, email = config("user.name"), config("user.email")
+    if name and email:
+        return name, email
+    name, email = git(OVERLAY, "log", "-1", "--format=%an%n%ae").split("\n")
+    if not name or "@" not in email:
+        die("no identity for the series' Signed-off-by: set git config "
+            "user.name and user.email, or MT_JOB_IDENTITY='Name <email>'")
+    return name, email
+
+
 def build_series(tree, patches, outdir):
     paths = {rel: src for rel, src, _ in overlay.overlay_files(OVERLAY)}
     own = owners(patches, paths)
@@ -234,10 +264,10 @@ def build_series(tree, patches, outdir):
         stages[rel] = stage_contents(patches, tree, rel, own[rel], final, base)
 
     index = os.path.join(tree, ".git", "series-index")
-    env = dict(os.environ, GIT_INDEX_FILE=index, GIT_AUTHOR_NAME="mt_job",
-               GIT_AUTHOR_EMAIL="mt_job@localhost",
-               GIT_COMMITTER_NAME="mt_job",
-               GIT_COMMITTER_EMAIL="mt_job@localhost",
+    name, email = identity()
+    env = dict(os.environ, GIT_INDEX_FILE=index, GIT_AUTHOR_NAME=name,
+               GIT_AUTHOR_EMAIL=email, GIT_COMMITTER_NAME=name,
+               GIT_COMMITTER_EMAIL=email,
                GIT_AUTHOR_DATE="2026-11-21T00:00:00Z",
                GIT_COMMITTER_DATE="2026-11-21T00:00:00Z")
     git(tree, "read-tree", "base", env=env)
@@ -251,7 +281,8 @@ def build_series(tree, patches, outdir):
             git(tree, "update-index", "--add", "--cacheinfo",
                 f"100644,{sha},{rel}", env=env)
         t = git(tree, "write-tree", env=env)
-        msg = f"{p.title}\n\n{p.body}\n"
+        msg = (f"{p.title}\n\n{p.body}\n\n"
+               f"Signed-off-by: {name} <{email}>\n")
         parent = git(tree, "commit-tree", t, "-p", parent, "-m", msg, env=env)
     os.unlink(index)
     git(tree, "update-ref", "refs/heads/series", parent)

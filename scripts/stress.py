@@ -157,7 +157,7 @@ def free_cases(check, what, g, log, expect_counted=False):
     check(bool(cases), f"{what}: {len(cases)} teardown cases ran")
     guest.free_memory_checks(check, f"{what}: ", cases,
                              guest.free_tolerance_kb(g))
-    for name, rc, before, after, pf, pft, pff, png, _ in cases:
+    for name, rc, before, after, pf, pft, *_ in cases:
         rc, pf, pft = int(rc), int(pf), int(pft)
         check(rc == 0 and pft >= 2 * pf, f"{what}: {name}: rc={rc}, "
               f"{pf} parallel flushes with {pft} threads")

@@ -6,6 +6,7 @@
 #            pf=<parallel flushes> pft=<their threads> pff=<fallbacks>
 #            png=<gathers refused growth for good>
 #            pnm=<rounds refused for lack of memory>
+#            pnb=<rounds without helpers: no idle CPU or the cap reached>
 # (the /proc/vmstat tlb_parallel_free* deltas over the case), and first
 #   FREEDEFAULT parallel_free=<sysctl at boot> counters=<sum at boot>
 # mtjob.free=quick leaves out the cases run with full_case (below).
@@ -45,7 +46,7 @@ vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
 counters() {
 	for k in tlb_parallel_free tlb_parallel_free_threads \
 		tlb_parallel_free_fallback tlb_parallel_free_nogrow \
-		tlb_parallel_free_nogrow_memory; do
+		tlb_parallel_free_nogrow_memory tlb_parallel_free_nogrow_busy; do
 		printf '%s ' "$(vmstat $k)"
 	done
 }
@@ -61,8 +62,8 @@ run_case() {
 	mf1=$(memfree)
 	set -- $c0 $c1
 	echo "FREECASE $name rc=$rc memfree_before=$mf0 memfree_after=$mf1" \
-		"pf=$(($6 - $1)) pft=$(($7 - $2)) pff=$(($8 - $3))" \
-		"png=$(($9 - $4)) pnm=$((${10} - $5))"
+		"pf=$(($7 - $1)) pft=$(($8 - $2)) pff=$(($9 - $3))" \
+		"png=$((${10} - $4)) pnm=$((${11} - $5)) pnb=$((${12} - $6))"
 }
 
 # munmap() and exit() while other processes hog memory and swap to zram.
@@ -303,14 +304,14 @@ inject() {
 
 # Before anything is set: parallel freeing is off and has counted nothing.
 echo "FREEDEFAULT parallel_free=$(cat $VM/parallel_free)" \
-	"counters=$(counters | awk '{ print $1 + $2 + $3 + $4 + $5 }')"
+	"counters=$(counters | awk '{ print $1 + $2 + $3 + $4 + $5 + $6 }')"
 swap_on_zram || echo "free.sh: no swap on zram"
 # mtjob.free=quick ('make check'): the cases run by full_case are left out;
-# 14 of 28 remain: off by default, the sysctl bounds, below the threshold,
+# 16 of 30 remain: off by default, the sysctl bounds, below the threshold,
 # munmap() of 2 GiB without THP and exit() with, a COW fork, four of the
-# policies that refuse helpers (not taskset, cpu.weight or cpu.idle), a
-# tight and a roomy memory cgroup, OOM mid-teardown and the lowest
-# threshold; nothing of swap, concurrent exits,
+# policies that refuse helpers (not taskset, cpu.weight or cpu.idle), CPU
+# accounting parallel and serial, a tight and a roomy memory cgroup, OOM
+# mid-teardown and the lowest threshold; nothing of swap, concurrent exits,
 # pressure or vm.parallel_free_by_node=0.  mtjob.free=test ('make
 # check-full') runs every case.
 full_case() {
@@ -350,6 +351,13 @@ test|quick)
 	full_case cgroup-cpu-idle in_cgroup idle cpu.idle 1 \
 		free_test munmap 256 0
 	run_case busy-cpus on_busy_cpus
+	# The helpers' CPU time is charged to the caller's cgroup: its
+	# cpu.stat usage_usec grows by more than the caller's own CPU time
+	# when the free is parallel, by the same when it is serial.
+	run_case acct-parallel in_cgroup acct cpu.weight 100 \
+		free_test acct parallel 2048
+	run_case acct-serial with_sysctl parallel_free 0 \
+		in_cgroup acct cpu.weight 100 free_test acct serial 2048
 	# A memory cgroup with less than the threshold (1 GiB) left above a
 	# 2 GiB teardown: the gather does not grow, for lack of memory, until
 	# the rounds freed serially made room; with room from the start, it
@@ -365,6 +373,12 @@ test|quick)
 	# 60 rounds of 96 MiB (24576 pages): two flushes at the lowest threshold
 	# each, plus a fork and exit every eighth round.
 	run_case lowest-threshold with_sysctl parallel_free_threshold $LOWEST free_test loop 60 96
+	;;
+isolcpus)
+	# Booted with isolcpus=domain,1 on two vCPUs: the only other CPU is
+	# isolated, out of the unbound workqueue cpumask, so no helpers.
+	echo 1 > $VM/parallel_free
+	run_case isolcpus free_test munmap 2048 0
 	;;
 oom)
 	echo 1 > $VM/parallel_free

@@ -20,6 +20,10 @@
  *   free_test many NPROC MIB            NPROC children exit at the same time
  *   free_test loop ITERS MIB            ITERS x (munmap, fork + exit) of MIB
  *   free_test hog MIB SECONDS           allocate, touch and free MIB in a loop
+ *   free_test acct LABEL MIB            map and touch MIB, munmap(); print
+ *                                       the growth of its cgroup's cpu.stat
+ *                                       usage_usec and of its own CPU time:
+ *                                       FREEACCT LABEL cgroup_us=N self_us=N
  *   free_test oom MIB                   map and touch MIB; a child (with
  *                                       oom_score_adj -1000) touches MIB / 4,
  *                                       then MIB / 2 more while the parent
@@ -107,6 +111,55 @@ static size_t mib(const char *s)
 static void report(const char *what, size_t bytes, int thp, long us)
 {
 	printf("FREE %s mib=%zu thp=%d us=%ld\n", what, bytes >> 20, thp, us);
+	fflush(stdout);
+}
+
+/* usage_usec of the calling process's cgroup (cgroup v2), in µs. */
+static long cgroup_usage_us(void)
+{
+	char path[512], line[256];
+	long us = -1;
+	FILE *f;
+
+	f = fopen("/proc/self/cgroup", "r");
+	if (!f || !fgets(line, sizeof(line), f) || strncmp(line, "0::", 3))
+		die("/proc/self/cgroup: no cgroup v2 line");
+	fclose(f);
+	line[strcspn(line, "\n")] = 0;
+	snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.stat", line + 3);
+	f = fopen(path, "r");
+	if (!f)
+		die(path);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "usage_usec %ld", &us) == 1)
+			break;
+	fclose(f);
+	if (us < 0)
+		die("cpu.stat: no usage_usec");
+	return us;
+}
+
+static long cputime_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000L + ts.tv_nsec / 1000;
+}
+
+static void do_acct(const char *label, size_t bytes)
+{
+	char *p = map_touch(bytes, 0);
+	long cg0, self0, cg1, self1;
+
+	cg0 = cgroup_usage_us();
+	self0 = cputime_us();
+	if (munmap(p, bytes))
+		die("munmap");
+	self1 = cputime_us();
+	cg1 = cgroup_usage_us();
+	printf("FREEACCT %s cgroup_us=%ld self_us=%ld\n", label, cg1 - cg0,
+	       self1 - self0);
 	fflush(stdout);
 }
 
@@ -370,6 +423,8 @@ int main(int argc, char **argv)
 		do_loop(atol(argv[2]), mib(argv[3]));
 	else if (argc == 4 && !strcmp(argv[1], "hog"))
 		do_hog(mib(argv[2]), atol(argv[3]));
+	else if (argc == 4 && !strcmp(argv[1], "acct"))
+		do_acct(argv[2], mib(argv[3]));
 	else if (argc == 3 && !strcmp(argv[1], "oom"))
 		do_oom(mib(argv[2]));
 	else {
