@@ -47,6 +47,14 @@ FREECASE_RE = re.compile(
     r"^FREECASE (\S+) rc=(\d+) memfree_before=(\d+) memfree_after=(\d+) "
     r"pf=(-?\d+) pft=(-?\d+) pff=(-?\d+) png=(-?\d+) pnm=(-?\d+) "
     r"pnb=(-?\d+)$", re.M)
+TLB_TRACE_RE = re.compile(
+    r"^FREETRACE .* tlb_parallel_free: freeable=(\d+) gathered=(\d+) "
+    r"batches=(\d+) helpers=(\d+) threads=(-?\d+) held_ns=(\d+) "
+    r"free_ns=(\d+) helper_ns=(\d+)$", re.M)
+JOB_TRACE_RE = re.compile(
+    r"^FREETRACE .* mt_job_run: name=mmu_gather caller=(\S+) engine=(\w+) "
+    r"start=0 size=(\d+) max_threads=(\d+) threads=(\d+) off_node=(\d+) "
+    r"ret=(-?\d+) duration_ns=(\d+)$", re.M)
 FREEACCT_RE = re.compile(r"^FREEACCT (\S+) cgroup_us=(-?\d+) self_us=(-?\d+)$",
                          re.M)
 FREEDEFAULT_RE = re.compile(r"^FREEDEFAULT parallel_free=(\d+) counters=(\d+)$",
@@ -709,6 +717,23 @@ def free_acct_checks(check, log):
           f"{more_s:+} us)")
 
 
+def free_trace_checks(check, log):
+    """The tracepoints of acct-parallel's flush: mmu_gather:tlb_parallel_free
+    with helpers' time and held-back time, and mt_job:mt_job_run for the same
+    job."""
+    flushes = [tuple(map(int, m)) for m in TLB_TRACE_RE.findall(log)]
+    jobs = JOB_TRACE_RE.findall(log)
+    check(any(f[0] >= 262144 and f[4] >= 2 and f[5] > 0 and f[6] > 0
+              and f[7] > 0 for f in flushes),
+          f"trace: mmu_gather:tlb_parallel_free recorded a flush of the "
+          f"threshold with helpers, held-back, free and helper times "
+          f"({len(flushes)} events: {flushes[:2]})")
+    check(any(j[0] == "tlb_free_parallel" and j[1] == "rust"
+              and int(j[4]) >= 2 and int(j[6]) == 0 for j in jobs),
+          f"trace: mt_job:mt_job_run recorded the flush's job "
+          f"({len(jobs)} events: {jobs[:2]})")
+
+
 def cmd_freetest(args):
     check = Checks()
     # One boot runs every case (about 8 minutes under TCG on 2 host cores);
@@ -728,6 +753,7 @@ def cmd_freetest(args):
     main_cases = FREECASE_RE.findall(log)
     got = {m[0]: tuple(map(int, m[1:])) for m in main_cases}
     free_acct_checks(check, log)
+    free_trace_checks(check, log)
     free_memory_checks(check, "", main_cases,
                        free_tolerance_kb(args))
     cases = {k: v for k, v in FREE_CASES.items()

@@ -134,6 +134,22 @@ on_busy_cpus() {
 	return $rc
 }
 
+# traced COMMAND...: COMMAND with the tracepoints mmu_gather:tlb_parallel_free
+# and mt_job:mt_job_run on; what they recorded is printed as FREETRACE lines.
+traced() {
+	tr=/sys/kernel/tracing
+	mount -t tracefs nodev $tr 2>/dev/null
+	echo > $tr/trace
+	echo 1 > $tr/events/mmu_gather/tlb_parallel_free/enable &&
+		echo 1 > $tr/events/mt_job/mt_job_run/enable || return 1
+	"$@"
+	rc=$?
+	echo 0 > $tr/events/mmu_gather/tlb_parallel_free/enable
+	echo 0 > $tr/events/mt_job/mt_job_run/enable
+	grep -v '^#' $tr/trace | sed 's/^/FREETRACE /'
+	return $rc
+}
+
 # with_sysctl NAME VALUE COMMAND...: run COMMAND with vm.NAME=VALUE, then
 # restore the old value.
 with_sysctl() {
@@ -353,8 +369,9 @@ test|quick)
 	run_case busy-cpus on_busy_cpus
 	# The helpers' CPU time is charged to the caller's cgroup: its
 	# cpu.stat usage_usec grows by more than the caller's own CPU time
-	# when the free is parallel, by the same when it is serial.
-	run_case acct-parallel in_cgroup acct cpu.weight 100 \
+	# when the free is parallel, by the same when it is serial.  The
+	# parallel one runs with the tracepoints on.
+	run_case acct-parallel traced in_cgroup acct cpu.weight 100 \
 		free_test acct parallel 2048
 	run_case acct-serial with_sysctl parallel_free 0 \
 		in_cgroup acct cpu.weight 100 free_test acct serial 2048

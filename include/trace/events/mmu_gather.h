@@ -20,40 +20,33 @@
  * @helper_ns: the helpers' CPU time, charged to the caller's cgroups
  */
 TRACE_EVENT(tlb_parallel_free,
-
-	TP_PROTO(unsigned long freeable, unsigned long gathered,
-		 unsigned int batches, unsigned int helpers, int threads,
-		 u64 held_ns, u64 free_ns, u64 helper_ns),
-
-	TP_ARGS(freeable, gathered, batches, helpers, threads, held_ns,
-		free_ns, helper_ns),
-
-	TP_STRUCT__entry(
-		__field(unsigned long, freeable)
-		__field(unsigned long, gathered)
-		__field(unsigned int, batches)
-		__field(unsigned int, helpers)
-		__field(int, threads)
-		__field(u64, held_ns)
-		__field(u64, free_ns)
-		__field(u64, helper_ns)
-	),
-
-	TP_fast_assign(
-		__entry->freeable = freeable;
-		__entry->gathered = gathered;
-		__entry->batches = batches;
-		__entry->helpers = helpers;
-		__entry->threads = threads;
-		__entry->held_ns = held_ns;
-		__entry->free_ns = free_ns;
-		__entry->helper_ns = helper_ns;
-	),
-
-	TP_printk("freeable=%lu gathered=%lu batches=%u helpers=%u threads=%d held_ns=%llu free_ns=%llu helper_ns=%llu",
-		  __entry->freeable, __entry->gathered, __entry->batches,
-		  __entry->helpers, __entry->threads, __entry->held_ns,
-		  __entry->free_ns, __entry->helper_ns)
+	    TP_PROTO(unsigned long freeable, unsigned long gathered,
+		     unsigned int batches, unsigned int helpers, int threads,
+		     u64 held_ns, u64 free_ns, u64 helper_ns),
+	    TP_ARGS(freeable, gathered, batches, helpers, threads, held_ns,
+		    free_ns, helper_ns),
+	    TP_STRUCT__entry(__field(unsigned long, freeable)
+			     __field(unsigned long, gathered)
+			     __field(unsigned int, batches)
+			     __field(unsigned int, helpers)
+			     __field(int, threads)
+			     __field(u64, held_ns)
+			     __field(u64, free_ns)
+			     __field(u64, helper_ns)
+	    ),
+	    TP_fast_assign(__entry->freeable = freeable;
+			   __entry->gathered = gathered;
+			   __entry->batches = batches;
+			   __entry->helpers = helpers;
+			   __entry->threads = threads;
+			   __entry->held_ns = held_ns;
+			   __entry->free_ns = free_ns;
+			   __entry->helper_ns = helper_ns;
+	    ),
+	    TP_printk("freeable=%lu gathered=%lu batches=%u helpers=%u threads=%d held_ns=%llu free_ns=%llu helper_ns=%llu",
+		      __entry->freeable, __entry->gathered, __entry->batches,
+		      __entry->helpers, __entry->threads, __entry->held_ns,
+		      __entry->free_ns, __entry->helper_ns)
 );
 
 #endif /* _TRACE_MMU_GATHER_H */

@@ -8,10 +8,6 @@
 #include <linux/mt_job.h>
 #include <linux/tracepoint.h>
 
-TRACE_DEFINE_ENUM(MT_JOB_ENGINE_SERIAL);
-TRACE_DEFINE_ENUM(MT_JOB_ENGINE_RUST);
-TRACE_DEFINE_ENUM(MT_JOB_ENGINE_PADATA);
-
 /**
  * mt_job_run - a job of mt_job_run() has run
  * @job: the job, its engine, nr_threads and nr_off_node set
@@ -22,47 +18,36 @@ TRACE_DEFINE_ENUM(MT_JOB_ENGINE_PADATA);
  * Not for jobs refused with -EINVAL: those did not run.
  */
 TRACE_EVENT(mt_job_run,
-
-	TP_PROTO(const struct mt_job *job, const char *caller, int ret,
-		 u64 duration_ns),
-
-	TP_ARGS(job, caller, ret, duration_ns),
-
-	TP_STRUCT__entry(
-		__string(name, job->name ?: "")
-		__string(caller, caller)
-		__field(int, engine)
-		__field(unsigned long, start)
-		__field(unsigned long, size)
-		__field(int, max_threads)
-		__field(int, nr_threads)
-		__field(unsigned long, nr_off_node)
-		__field(int, ret)
-		__field(u64, duration_ns)
-	),
-
-	TP_fast_assign(
-		__assign_str(name);
-		__assign_str(caller);
-		__entry->engine = job->engine;
-		__entry->start = job->start;
-		__entry->size = job->size;
-		__entry->max_threads = job->max_threads;
-		__entry->nr_threads = job->nr_threads;
-		__entry->nr_off_node = job->nr_off_node;
-		__entry->ret = ret;
-		__entry->duration_ns = duration_ns;
-	),
-
-	TP_printk("name=%s caller=%s engine=%s start=%lu size=%lu max_threads=%d threads=%d off_node=%lu ret=%d duration_ns=%llu",
-		  __get_str(name), __get_str(caller),
-		  __print_symbolic(__entry->engine,
-				   { MT_JOB_ENGINE_SERIAL, "serial" },
-				   { MT_JOB_ENGINE_RUST, "rust" },
-				   { MT_JOB_ENGINE_PADATA, "padata" }),
-		  __entry->start, __entry->size, __entry->max_threads,
-		  __entry->nr_threads, __entry->nr_off_node, __entry->ret,
-		  __entry->duration_ns)
+	    TP_PROTO(const struct mt_job *job, const char *caller, int ret,
+		     u64 duration_ns),
+	    TP_ARGS(job, caller, ret, duration_ns),
+	    TP_STRUCT__entry(__string(name, job->name ?: "")
+			     __string(caller, caller)
+			     __string(engine, mt_job_engine_name(job->engine))
+			     __field(unsigned long, start)
+			     __field(unsigned long, size)
+			     __field(int, max_threads)
+			     __field(int, nr_threads)
+			     __field(unsigned long, nr_off_node)
+			     __field(int, ret)
+			     __field(u64, duration_ns)
+	    ),
+	    TP_fast_assign(__assign_str(name);
+			   __assign_str(caller);
+			   __assign_str(engine);
+			   __entry->start = job->start;
+			   __entry->size = job->size;
+			   __entry->max_threads = job->max_threads;
+			   __entry->nr_threads = job->nr_threads;
+			   __entry->nr_off_node = job->nr_off_node;
+			   __entry->ret = ret;
+			   __entry->duration_ns = duration_ns;
+	    ),
+	    TP_printk("name=%s caller=%s engine=%s start=%lu size=%lu max_threads=%d threads=%d off_node=%lu ret=%d duration_ns=%llu",
+		      __get_str(name), __get_str(caller), __get_str(engine),
+		      __entry->start, __entry->size, __entry->max_threads,
+		      __entry->nr_threads, __entry->nr_off_node, __entry->ret,
+		      __entry->duration_ns)
 );
 
 #endif /* _TRACE_MT_JOB_H */
