@@ -263,7 +263,7 @@ static void tlb_parallel_free_release(struct mmu_gather *tlb)
  * Asks, outside the page table lock, for the next round's helpers: reserves
  * them, or refuses the gather for good (a task whose work helpers may not
  * do), or neither for this round (memory short, no CPU idle, the cap
- * reached), counting why.
+ * reached).
  */
 static void tlb_parallel_free_ask(struct mmu_gather *tlb)
 {

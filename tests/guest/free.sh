@@ -324,9 +324,9 @@ echo "FREEDEFAULT parallel_free=$(cat $VM/parallel_free)" \
 swap_on_zram || echo "free.sh: no swap on zram"
 # mtjob.free=quick ('make check'): the cases run by full_case are left out;
 # 16 of 30 remain: off by default, the sysctl bounds, below the threshold,
-# munmap() of 2 GiB without THP and exit() with, a COW fork, four of the
-# policies that refuse helpers (not taskset, cpu.weight or cpu.idle), CPU
-# accounting parallel and serial, a tight and a roomy memory cgroup, OOM
+# munmap() of 2 GiB without THP and exit() with, a COW fork, three of the
+# policies that refuse helpers (SCHED_FIFO, nice 19, cpu.max), busy CPUs,
+# CPU accounting parallel and serial, a tight and a roomy memory cgroup, OOM
 # mid-teardown and the lowest threshold; nothing of swap, concurrent exits,
 # pressure or vm.parallel_free_by_node=0.  mtjob.free=test ('make
 # check-full') runs every case.

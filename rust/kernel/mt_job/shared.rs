@@ -303,7 +303,7 @@ static NODE_QUEUE: SetOnce<&'static Queue> = SetOnce::new();
 /// affinity, so that its workers run only on the CPUs of the node they were queued on.
 ///
 /// `system_dfl_wq` is not strict: the scheduler may wake its workers on any CPU, and in our
-/// KUnit runs (then 4 vCPUs on 2 nodes, 6.12) a helper queued on one node ran chunks on the other
+/// KUnit runs (4 vCPUs on 2 nodes) a helper queued on one node ran chunks on the other
 /// in one run of ten. Without the node workqueue, jobs use `system_dfl_wq`, and the first such
 /// job warns once.
 fn node_queue() -> &'static Queue {
