@@ -10,8 +10,8 @@
  * - A round is what a gather holds without growing (MAX_GATHER_BATCH_COUNT
  *   batches).  Before each round, outside the page table lock, the gather
  *   asks for helpers: when unmap_vmas() starts a teardown of at least
- *   vm.parallel_free_threshold pages (the range, or the RSS if smaller), and
- *   at each flush that ends a full round.  It reserves at most one helper
+ *   vm.parallel_free_threshold pages (the range, or the anonymous RSS if
+ *   smaller), and at each flush that ends a full round but the last.  It reserves at most one helper
  *   per other idle CPU of the unbound workqueue cpumask
  *   (sched_offload_idle_cpus(): isolated and nohz_full CPUs do not count),
  *   and at most vm.parallel_free_max_helpers for all gathers together.
@@ -23,17 +23,21 @@
  *   frees, not page cache or folios mapped elsewhere, which only lose a
  *   reference.  A growing gather stops at twice the threshold gathered, and
  *   a round whose gather holds mostly pages the flush does not free does not
- *   grow.  Under the page table lock (tlb_next_batch()) only the reservation
- *   and the gather's own counts are read.
+ *   grow.  Under the page table lock (tlb_next_batch()) only the
+ *   reservation, the gather's own counts and the task's OOM and fatal
+ *   signal state are read; a reservation may be given back there.
  *
  * - No helpers for a round while no CPU is idle or the cap is reached, nor
  *   while memory is short: a node the task may allocate from below the low
  *   watermarks of its zones, or a memory cgroup of the task (or above it)
  *   with less than the threshold left below its memory.high or memory.max.
  *   The pages a grown gather holds back are out of the task's RSS, still
- *   charged, and out of the OOM reaper's reach.  Both are asked again at the
- *   next flush.  A task whose helpers would be unfair (below) is refused for
- *   the whole gather.
+ *   charged, and out of the OOM reaper's reach.  Memory is asked again at
+ *   the next flush; after a round without an idle CPU, or one that did not
+ *   grow for lack of pages to free, the gather skips asking for 1, 3, 7, ...
+ *   up to 63 rounds while it happens again, so that a busy system or a
+ *   teardown of page cache does not scan every CPU at every round.  A task
+ *   whose helpers would be unfair (below) is refused for the whole gather.
  *
  * - Only a flush of at least the threshold is parallel; a grown gather that
  *   ends below it (the tail of a teardown) is freed serially.  After each
@@ -45,7 +49,8 @@
  *   the job (sched_account_offload(): cpu.stat usage_usec and system_usec).
  *   Tasks whose CPU use is restricted in any way stay serial
  *   (sched_task_offload_allowed()), as do kernel threads (the OOM reaper),
- *   teardowns of another task's mm (process_mrelease()), OOM victims and
+ *   teardowns of another task's mm (process_mrelease(), and the old mm that
+ *   exec() drops, as current->mm is the new one by then), OOM victims and
  *   tasks with a fatal signal; the last two are checked again at every
  *   batch a gather grows by.
  *
@@ -259,6 +264,18 @@ static void tlb_parallel_free_release(struct mmu_gather *tlb)
 	tlb->parallel_free_helpers = 0;
 }
 
+/* Rounds not to ask for helpers before the next try: 1, 3, 7, ... 63. */
+#define TLB_PARALLEL_FREE_MAX_BACKOFF	63
+
+static void tlb_parallel_free_back_off(struct mmu_gather *tlb)
+{
+	unsigned int rounds = min(2 * tlb->parallel_free_backoff + 1,
+				  TLB_PARALLEL_FREE_MAX_BACKOFF);
+
+	tlb->parallel_free_backoff = rounds;
+	tlb->parallel_free_skip = rounds;
+}
+
 /*
  * Asks, outside the page table lock, for the next round's helpers: reserves
  * them, or refuses the gather for good (a task whose work helpers may not
@@ -280,8 +297,10 @@ static void tlb_parallel_free_ask(struct mmu_gather *tlb)
 	if (tlb_parallel_free_memory_short(threshold))
 		return;
 	tlb->parallel_free_helpers = tlb_parallel_free_reserve();
-	if (!tlb->parallel_free_helpers)
-		count_vm_event(TLB_PARALLEL_FREE_NOGROW_BUSY);
+	if (tlb->parallel_free_helpers)
+		return;
+	count_vm_event(TLB_PARALLEL_FREE_NOGROW_BUSY);
+	tlb_parallel_free_back_off(tlb);
 }
 
 /**
@@ -291,15 +310,16 @@ static void tlb_parallel_free_ask(struct mmu_gather *tlb)
  * @end: the address after its last
  *
  * Asks for helpers for the first round when the teardown may reach
- * vm.parallel_free_threshold pages: its range, or the mm's RSS if smaller.
- * Other gathers (MADV_DONTNEED, mremap()) first ask at the flush of their
- * first full round.
+ * vm.parallel_free_threshold pages: its range, or the mm's anonymous RSS if
+ * smaller (file pages only lose a reference).  Gathers that do not go
+ * through unmap_vmas() (MADV_DONTNEED and the other zap_vma_range() users)
+ * first ask at the flush of their first full round.
  */
 void __tlb_parallel_free_begin(struct mmu_gather *tlb, unsigned long start,
 			       unsigned long end)
 {
 	unsigned long pages = min((end - start) >> PAGE_SHIFT,
-				  get_mm_rss(tlb->mm));
+				  get_mm_counter(tlb->mm, MM_ANONPAGES));
 
 	if (pages >= READ_ONCE(sysctl_parallel_free_threshold))
 		tlb_parallel_free_ask(tlb);
@@ -313,8 +333,9 @@ void __tlb_parallel_free_begin(struct mmu_gather *tlb, unsigned long start,
  * gathering.  The gather grows, with the helpers reserved before this round,
  * until it holds vm.parallel_free_threshold pages to free or twice that
  * gathered.  It does not grow in a round that starts with mostly pages the
- * flush would not free, nor once its task is an OOM victim or has a fatal
- * signal.  Marks the round full, so that its flush asks for the next one.
+ * flush would not free (it gives its helpers back and backs off), nor once
+ * its task is an OOM victim or has a fatal signal.  Marks the round full, so
+ * that its flush asks for the next one.
  *
  * Return: true if another batch may be allocated.
  */
@@ -335,8 +356,13 @@ bool __tlb_parallel_free_grow(struct mmu_gather *tlb)
 	}
 	/* The first batch beyond upstream's: mostly page cache or shared? */
 	if (tlb->batch_count == MAX_GATHER_BATCH_COUNT) {
-		if (2 * tlb->parallel_free_freeable < tlb->parallel_free_pages)
+		if (2 * tlb->parallel_free_freeable < tlb->parallel_free_pages) {
+			tlb_parallel_free_release(tlb);
+			tlb_parallel_free_back_off(tlb);
 			return false;
+		}
+		/* A round that grows ends the back-off. */
+		tlb->parallel_free_backoff = 0;
 		if (trace_tlb_parallel_free_enabled())
 			tlb->parallel_free_grown_ns = local_clock();
 	}
@@ -428,7 +454,10 @@ static int tlb_free_batch_nid(unsigned long index, void *arg)
 {
 	struct tlb_free_job *fj = arg;
 
-	/* Asked by the caller alone, for rising indices (struct mt_job). */
+	/*
+	 * Asked by the caller alone, before any chunk runs (struct mt_job):
+	 * for rising indices in practice; a lower one walks from the head.
+	 */
 	if (index < fj->at_index) {
 		fj->at = &fj->tlb->local;
 		fj->at_index = 0;
@@ -539,12 +568,10 @@ static void tlb_parallel_free_trim(struct mmu_gather *tlb)
  * gather did not have to grow, as with THPs) when the gather holds at least
  * vm.parallel_free_threshold pages to free and vm.parallel_free is 1,
  * serially otherwise.  Then gives back the reservation and the batches beyond
- * MAX_GATHER_BATCH_COUNT, and after a full round asks for the helpers of the
- * next.
- *
- * Return: true: every page is freed.
+ * MAX_GATHER_BATCH_COUNT, and after a full round (but the last) asks for the
+ * helpers of the next, unless it is backing off.
  */
-bool __tlb_parallel_free_flush(struct mmu_gather *tlb)
+void __tlb_parallel_free_flush(struct mmu_gather *tlb)
 {
 	unsigned long pages = tlb->parallel_free_freeable;
 	unsigned long gathered = tlb->parallel_free_pages;
@@ -575,9 +602,12 @@ bool __tlb_parallel_free_flush(struct mmu_gather *tlb)
 	tlb->parallel_free_grown_ns = 0;
 	tlb_parallel_free_trim(tlb);
 	/* The next round: asked here, outside the page table lock. */
-	if (full && static_branch_unlikely(&tlb_parallel_free_key))
-		tlb_parallel_free_ask(tlb);
-	return true;
+	if (full && static_branch_unlikely(&tlb_parallel_free_key)) {
+		if (tlb->parallel_free_skip)
+			tlb->parallel_free_skip--;
+		else
+			tlb_parallel_free_ask(tlb);
+	}
 }
 
 /*

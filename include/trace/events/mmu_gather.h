@@ -15,7 +15,8 @@
  * @helpers: helpers the gather had reserved
  * @threads: threads that freed, the caller included if it freed a batch
  * @held_ns: from the round's first batch beyond upstream's size to the end
- *	of the free (0 if the gather did not grow), in nanoseconds
+ *	of the free, in nanoseconds (0 if the gather did not grow, or the
+ *	tracepoint was off when it started to)
  * @free_ns: the free itself, in nanoseconds
  * @helper_ns: the helpers' CPU time, charged to the caller's cgroups
  */
