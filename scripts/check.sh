@@ -229,7 +229,7 @@ stage lockdep lockdep_report; count $?
 
 # The guest suites in CI's 'make check': hugetlbtest boots the Rust engine on
 # every scenario and padata on the first three (hugetlbtest --quick),
-# freetest runs 16 of its 30 cases and half the hotplug time (freetest
+# freetest runs 17 of its 31 cases and half the hotplug time (freetest
 # --quick, see tests/guest/free.sh); 'make check-full' runs them whole.
 quick=--quick
 [ "$CHECK_FULL" = 1 ] && quick=

@@ -602,6 +602,9 @@ FREE_CASES = {
     "exit-2g-thp-on": ("parallel: 1024 THPs count 524288 pages",
                        lambda pf, *_: pf >= 1),
     "fork-cow-1200m": ("parallel", lambda pf, *_: pf >= 1),
+    # 2 GiB gathered, no page to free: neither grown nor parallel.
+    "shared-2g": ("MAP_SHARED page cache: references only, serial",
+                  lambda pf, pft, pff, *_: pf == 0 and pff == 0),
     "swap-2g": ("parallel", lambda pf, *_: pf >= 1),
     "many-3x1200m": ("parallel", lambda pf, *_: pf >= 1),
     "pressure": ("parallel, or refused growth for memory",
@@ -926,7 +929,7 @@ def main():
                     "from this saved log instead of a boot")
     ap.add_argument("--quick", action="store_true",
                     help="hugetlbtest: engines after the first on the first "
-                    "scenarios only; freetest: 16 of the 30 cases (free.sh's "
+                    "scenarios only; freetest: 17 of the 31 cases (free.sh's "
                     "full_case ones left out) and half the hotplug time "
                     "('make check')")
     ap.add_argument("--prealloc", action="store_true",

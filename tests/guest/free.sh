@@ -323,8 +323,9 @@ echo "FREEDEFAULT parallel_free=$(cat $VM/parallel_free)" \
 	"counters=$(counters | awk '{ print $1 + $2 + $3 + $4 + $5 + $6 }')"
 swap_on_zram || echo "free.sh: no swap on zram"
 # mtjob.free=quick ('make check'): the cases run by full_case are left out;
-# 16 of 30 remain: off by default, the sysctl bounds, below the threshold,
-# munmap() of 2 GiB without THP and exit() with, a COW fork, three of the
+# 17 of 31 remain: off by default, the sysctl bounds, below the threshold,
+# munmap() of 2 GiB without THP and exit() with, a COW fork, a shared
+# mapping of page cache, three of the
 # policies that refuse helpers (SCHED_FIFO, nice 19, cpu.max), busy CPUs,
 # CPU accounting parallel and serial, a tight and a roomy memory cgroup, OOM
 # mid-teardown and the lowest threshold; nothing of swap, concurrent exits,
@@ -350,6 +351,9 @@ test|quick)
 	full_case exit-2g-thp-off free_test exit 2048 0
 	run_case exit-2g-thp-on free_test exit 2048 1
 	run_case fork-cow-1200m free_test fork 1200
+	# 2 GiB of page cache (a memfd mapped MAP_SHARED): the flush only drops
+	# references, so it does not count towards the threshold.
+	run_case shared-2g free_test shared 2048
 	full_case swap-2g free_test swap 2048
 	full_case many-3x1200m free_test many 3 1200
 	full_case pressure pressure

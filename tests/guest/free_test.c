@@ -15,6 +15,9 @@
  *   free_test exit MIB THP              a child maps and touches; time its exit
  *   free_test fork MIB                  COW-share with a child that rewrites
  *                                       half; both exit, parent checks data
+ *   free_test shared MIB                map a memfd MAP_SHARED, touch, time
+ *                                       munmap(): page cache, only references
+ *                                       dropped
  *   free_test swap MIB                  MADV_PAGEOUT half to swap, read back a
  *                                       quarter (swap cache), munmap()
  *   free_test many NPROC MIB            NPROC children exit at the same time
@@ -161,6 +164,29 @@ static void do_acct(const char *label, size_t bytes)
 	printf("FREEACCT %s cgroup_us=%ld self_us=%ld\n", label, cg1 - cg0,
 	       self1 - self0);
 	fflush(stdout);
+}
+
+static void do_shared(size_t bytes)
+{
+	int fd = memfd_create("free_test", 0);
+	size_t i;
+	char *p;
+	long t0;
+
+	if (fd < 0)
+		die("memfd_create");
+	if (ftruncate(fd, bytes))
+		die("ftruncate");
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		die("mmap");
+	for (i = 0; i < bytes; i += PAGE)
+		p[i] = 1;
+	t0 = now_us();
+	if (munmap(p, bytes))
+		die("munmap");
+	report("shared", bytes, 0, now_us() - t0);
+	close(fd);
 }
 
 static void do_munmap(size_t bytes, int thp)
@@ -415,6 +441,8 @@ int main(int argc, char **argv)
 		do_exit(mib(argv[2]), atoi(argv[3]));
 	else if (argc == 3 && !strcmp(argv[1], "fork"))
 		do_fork(mib(argv[2]));
+	else if (argc == 3 && !strcmp(argv[1], "shared"))
+		do_shared(mib(argv[2]));
 	else if (argc == 3 && !strcmp(argv[1], "swap"))
 		do_swap(mib(argv[2]));
 	else if (argc == 4 && !strcmp(argv[1], "many"))
