@@ -11,10 +11,11 @@
  *   batches).  Before each round, outside the page table lock, the gather
  *   asks for helpers: when unmap_vmas() starts a teardown of at least
  *   vm.parallel_free_threshold pages (the range, or the anonymous RSS if
- *   smaller), and at each flush that ends a full round but the last.  It reserves at most one helper
- *   per other idle CPU of the unbound workqueue cpumask
- *   (sched_offload_idle_cpus(): isolated and nohz_full CPUs do not count),
- *   and at most vm.parallel_free_max_helpers for all gathers together.
+ *   smaller), and at each flush that ends a full round but the last.  It
+ *   reserves at most one helper per other idle CPU of the unbound workqueue
+ *   cpumask (sched_offload_idle_cpus(): isolated and nohz_full CPUs do not
+ *   count), and at most vm.parallel_free_max_helpers for all gathers
+ *   together.
  *
  * - Only with a reservation does a full gather grow on, up to
  *   vm.parallel_free_threshold pages to free, counted by size (a PMD-mapped
