@@ -31,6 +31,7 @@ struct chunk_rec {
 	unsigned long start;
 	unsigned long end;
 	int node;
+	bool wide;		/* on a kworker allowed off its node */
 };
 
 struct rec {
@@ -85,6 +86,10 @@ static int rec_fn(unsigned long start, unsigned long end, void *arg)
 		r->chunks[r->nr_chunks].start = start;
 		r->chunks[r->nr_chunks].end = end;
 		r->chunks[r->nr_chunks].node = numa_node_id();
+		r->chunks[r->nr_chunks].wide =
+			(current->flags & PF_WQ_WORKER) &&
+			!cpumask_subset(current->cpus_ptr,
+					cpumask_of_node(numa_node_id()));
 	}
 	r->nr_chunks++;
 	spin_unlock(&r->lock);
@@ -448,6 +453,9 @@ struct concurrent {
 	struct mt_job job;
 	int ret;
 	struct completion done;
+	int (*fn)(void *arg);	/* run_bound(): what its kthread runs */
+	int node;		/* run_bound(): where */
+	bool unbound;		/* run_bound()'s kthread may leave @node */
 };
 
 static int concurrent_fn(void *arg)
@@ -459,19 +467,36 @@ static int concurrent_fn(void *arg)
 	return 0;
 }
 
-/* Runs @fn(@c) in a kthread bound to the CPUs of @node; waits for c->done. */
+static int bound_fn(void *arg)
+{
+	struct concurrent *c = arg;
+
+	c->unbound = !cpumask_subset(current->cpus_ptr,
+				     cpumask_of_node(c->node));
+	return c->fn(c);
+}
+
+/*
+ * Runs @fn(@c) in a kthread on the CPUs of @node; waits for c->done.  A
+ * kthread is affined to its node when it starts (kthread_affine_node()),
+ * which replaces an affinity set before its first wakeup: one made with
+ * kthread_create() and set_cpus_allowed_ptr() would run anywhere.
+ */
 static void run_bound(struct kunit *test, int (*fn)(void *),
 		      struct concurrent *c, int node)
 {
 	struct task_struct *t;
 
 	c->ret = -EINPROGRESS;
+	c->fn = fn;
+	c->node = node;
 	init_completion(&c->done);
-	t = kthread_create(fn, c, "mt_job_test/bound");
+	t = kthread_create_on_node(bound_fn, c, node, "mt_job_test/bound");
 	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
-	KUNIT_ASSERT_EQ(test, set_cpus_allowed_ptr(t, cpumask_of_node(node)), 0);
 	wake_up_process(t);
 	wait_for_completion(&c->done);
+	KUNIT_EXPECT_FALSE_MSG(test, c->unbound,
+			       "the caller may run off node %d", node);
 }
 
 /* Several jobs at once, from different kthreads. */
@@ -506,6 +531,9 @@ static void mt_job_test_concurrent(struct kunit *test)
  * Strict by-index affinity: the chunks of node N run on node N.  The caller
  * is a kthread bound to the first node, so it may take that node's chunks;
  * the chunks spin so that the scheduler has no reason to move a helper.
+ * Where a chunk ran is chance; that the helper could run nowhere else is
+ * not: a worker the strict pool created before its node's CPUs came up was
+ * once left allowed on every CPU (restore_unbound_workers_cpumask()).
  */
 static void mt_job_test_affinity_by_index_strict(struct kunit *test)
 {
@@ -540,6 +568,9 @@ static void mt_job_test_affinity_by_index_strict(struct kunit *test)
 					    ch->start < b.half ? b.lo : b.hi,
 					    "chunk [%lu, %lu) off its node",
 					    ch->start, ch->end);
+			KUNIT_EXPECT_FALSE_MSG(test, ch->wide,
+					       "chunk [%lu, %lu) on a helper allowed off node %d",
+					       ch->start, ch->end, ch->node);
 		}
 	}
 }
