@@ -46,6 +46,7 @@ KMAKE = $(MAKE) -C $(TREE) O=$(KBUILD) LLVM=$(LLVM)
 
 .PHONY: all setup setup-if-needed base apply sync diff config kernel kernel-norust \
 	boottest-norust kernel-bench run check check-full \
+	kconfig-modversions kernel-modversions \
 	rustfmt series series-build bench-hugetlb bench-free bench-engine \
 	bench-deferred stress clean distclean help
 
@@ -54,7 +55,7 @@ all: help
 help:
 	@echo "make run     build, boot the 2-node guest with each engine, report"
 	@echo "make check   build, lint (clippy, rustfmt, checkpatch), KUnit, boot tests (CI)"
-	@echo "make check-full  check, plus the kernel without Rust, every free test, every patch built"
+	@echo "make check-full  check, plus the kernel without Rust, the MODVERSIONS kernel, every free test, every patch built"
 	@echo "make setup   install the toolchain and packages (Debian 12, root)"
 	@echo "make apply   write the overlay into $(TREE)"
 	@echo "make sync    bring edits made in $(TREE) back into the overlay"
@@ -137,6 +138,41 @@ kernel-bench: config
 	$(call derived-kernel,$(KBUILD_BENCH),$(foreach o,$(BENCH_DEBUG_OFF),-d $(o)),bench)
 	@! grep -qE '^CONFIG_(PROVE_LOCKING|DEBUG_OBJECTS|DEBUG_ATOMIC_SLEEP)=y' $(KBUILD_BENCH)/.config
 	@echo "kernel-bench: $(KBUILD_BENCH)/arch/x86/boot/bzImage"
+
+# What distributions build: modules with MODVERSIONS, which Rust accepts on
+# 7.3 only with GENDWARFKSYMS (so with DWARF debug info).  The test kernel's
+# configuration with those added must keep Rust, the Rust engine and the
+# parallel free: kconfig-modversions checks that (seconds, in make check);
+# kernel-modversions builds it (make check-full; gendwarfksyms needs libdw).
+KBUILD_MODV := $(KBUILD)-modversions
+MODV_ON := MODULES MODVERSIONS DEBUG_INFO_DWARF5 GENDWARFKSYMS RUST \
+	MT_JOB_RUST MMU_GATHER_PARALLEL_FREE
+kconfig-modversions: config
+	@mkdir -p $(KBUILD_MODV)
+	@cp $(KBUILD)/.config $(KBUILD_MODV)/.config.new
+	@$(TREE)/scripts/config --file $(KBUILD_MODV)/.config.new \
+		-d DEBUG_INFO_NONE -d DEBUG_INFO_REDUCED -d DEBUG_INFO_SPLIT \
+		$(foreach o,$(MODV_ON),-e $(o))
+	@cmp -s $(KBUILD_MODV)/.config.new $(KBUILD_MODV)/.config.src || \
+		{ cp $(KBUILD_MODV)/.config.new $(KBUILD_MODV)/.config.src; \
+		  cp $(KBUILD_MODV)/.config.new $(KBUILD_MODV)/.config; \
+		  $(MAKE) -s -C $(TREE) O=$(KBUILD_MODV) LLVM=$(LLVM) olddefconfig; }
+	@missing=; for o in $(MODV_ON); do \
+		grep -q "^CONFIG_$$o=y" $(KBUILD_MODV)/.config || missing="$$missing $$o"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "kconfig-modversions: with MODVERSIONS these are off:$$missing"; exit 1; \
+	fi; \
+	echo "kconfig-modversions: MODVERSIONS, GENDWARFKSYMS, RUST, MT_JOB_RUST and MMU_GATHER_PARALLEL_FREE all on ($(KBUILD_MODV)/.config)"
+
+kernel-modversions: kconfig-modversions
+	@test -e /usr/include/elfutils/libdw.h || \
+		{ echo "kernel-modversions: gendwarfksyms needs libdw (Debian: libdw-dev)"; exit 1; }
+	@echo "kernel-modversions: building in $(KBUILD_MODV) (log in $(KBUILD_MODV).log)"
+	@$(MAKE) -C $(TREE) O=$(KBUILD_MODV) LLVM=$(LLVM) -j$(JOBS) \
+		> $(KBUILD_MODV).log 2>&1 || \
+		{ tail -n 40 $(KBUILD_MODV).log; echo "kernel-modversions: build failed"; exit 1; }
+	@echo "kernel-modversions: $(KBUILD_MODV)/arch/x86/boot/bzImage"
 
 # Boot the kernel without Rust: deferred init and hugetlb on padata.
 boottest-norust: kernel-norust

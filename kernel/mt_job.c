@@ -7,8 +7,8 @@
  *    kernel/mt_job_rust.rs), with CONFIG_MT_JOB_RUST, the default then;
  *  - "padata": padata_do_multithreaded(), which is __init, so it is used only
  *    while the kernel is still booting (until the late_initcall_sync level
- *    closes it, waiting for the padata jobs still running) and never for
- *    nowait jobs.  It is the default without
+ *    closes it, waiting for the padata jobs still running) and only for
+ *    jobs that may wait (GFP_KERNEL).  It is the default without
  *    CONFIG_MT_JOB_RUST, so that kernels built without Rust keep the boot
  *    parallelism they had; with it, "mt_job.engine=padata" selects it for
  *    comparisons.  Jobs padata cannot take go to "rust" if built, else run
@@ -20,6 +20,7 @@
 #include <linux/err.h>
 #include <linux/errno.h>
 #include <linux/export.h>
+#include <linux/gfp.h>
 #include <linux/init.h>
 #include <linux/kernel.h>
 #include <linux/log2.h>
@@ -49,7 +50,7 @@ static int mt_job_max_threads;
 
 /**
  * mt_job_engine_name() - the name of an engine, for reports
- * @engine: an engine, as returned in &mt_job.engine
+ * @engine: an engine, as returned in &mt_job_report.engine
  *
  * Return: "serial", "rust" or "padata"; "?" for a value that is no engine.
  */
@@ -61,20 +62,29 @@ const char *mt_job_engine_name(enum mt_job_engine engine)
 }
 EXPORT_SYMBOL_GPL(mt_job_engine_name);
 
+static bool mt_job_padata_usable(void);
+static enum mt_job_engine mt_job_pick_engine(gfp_t gfp);
+
+/*
+ * "rust" without the Rust engine, and "padata" once padata is closed, are
+ * refused: the parameter reads back the engine jobs get.
+ */
 static int mt_job_engine_set(const char *val, const struct kernel_param *kp)
 {
 	int i = sysfs_match_string(mt_job_engine_names, val);
 
-	/* Without the Rust engine, "rust" would only read back as a lie. */
-	if (i < 0 || (i == MT_JOB_ENGINE_RUST && !IS_ENABLED(CONFIG_MT_JOB_RUST)))
+	if (i < 0 || (i == MT_JOB_ENGINE_RUST && !IS_ENABLED(CONFIG_MT_JOB_RUST)) ||
+	    (i == MT_JOB_ENGINE_PADATA && !mt_job_padata_usable()))
 		return -EINVAL;
 	WRITE_ONCE(mt_job_engine, i);
 	return 0;
 }
 
+/* The engine a GFP_KERNEL job gets now: after boot, never "padata". */
 static int mt_job_engine_get(char *buf, const struct kernel_param *kp)
 {
-	return sysfs_emit(buf, "%s\n", mt_job_engine_name(mt_job_engine));
+	return sysfs_emit(buf, "%s\n",
+			  mt_job_engine_name(mt_job_pick_engine(GFP_KERNEL)));
 }
 
 static const struct kernel_param_ops mt_job_engine_ops = {
@@ -82,7 +92,7 @@ static const struct kernel_param_ops mt_job_engine_ops = {
 	.get = mt_job_engine_get,
 };
 module_param_cb(engine, &mt_job_engine_ops, NULL, 0644);
-MODULE_PARM_DESC(engine, "Engine of mt_job_run(): rust (default with CONFIG_MT_JOB_RUST), padata (boot only; the default without) or serial");
+MODULE_PARM_DESC(engine, "Engine of mt_job_run(): rust (default with CONFIG_MT_JOB_RUST), padata (boot only; the default without) or serial; reads back the engine jobs get now");
 module_param_named(max_threads, mt_job_max_threads, int, 0644);
 MODULE_PARM_DESC(max_threads, "Cap on the threads of every job, caller included (0: no cap)");
 
@@ -95,6 +105,8 @@ static int mt_job_check(const struct mt_job *job)
 	if (!job->align || !is_power_of_2(job->align))
 		return -EINVAL;
 	if (check_add_overflow(job->start, job->size, &end))
+		return -EINVAL;
+	if (job->gfp != GFP_KERNEL && job->gfp != GFP_NOWAIT)
 		return -EINVAL;
 	switch (job->affinity) {
 	case MT_JOB_AFFINITY_NONE:
@@ -116,7 +128,7 @@ static int mt_job_check(const struct mt_job *job)
  * One meaning for a chunk's return in every engine: negative is an error,
  * and one below -MAX_ERRNO is -EINVAL, as the Rust engine reads it.
  */
-static int mt_job_chunk(struct mt_job *job, unsigned long start,
+static int mt_job_chunk(const struct mt_job *job, unsigned long start,
 			unsigned long end)
 {
 	int ret = job->thread_fn(start, end, job->fn_arg);
@@ -126,16 +138,17 @@ static int mt_job_chunk(struct mt_job *job, unsigned long start,
 	return ret < -MAX_ERRNO ? -EINVAL : ret;
 }
 
-static int mt_job_run_serial(struct mt_job *job)
+static int mt_job_run_serial(const struct mt_job *job,
+			     struct mt_job_report *report)
 {
-	job->engine = MT_JOB_ENGINE_SERIAL;
-	job->nr_threads = 1;
+	report->engine = MT_JOB_ENGINE_SERIAL;
+	report->nr_threads = 1;
 	return mt_job_chunk(job, job->start, job->start + job->size);
 }
 
 #ifdef CONFIG_PADATA
 struct mt_job_padata {
-	struct mt_job *job;
+	const struct mt_job *job;
 	atomic_t error;
 };
 
@@ -153,7 +166,8 @@ static void __init mt_job_padata_chunk(unsigned long start, unsigned long end,
 		atomic_cmpxchg(&p->error, 0, ret);
 }
 
-static int __init mt_job_run_padata(struct mt_job *job)
+static int __init mt_job_run_padata(const struct mt_job *job, int max_threads,
+				    struct mt_job_report *report)
 {
 	struct mt_job_padata p = { .job = job, .error = ATOMIC_INIT(0) };
 	struct padata_mt_job pjob = {
@@ -163,7 +177,7 @@ static int __init mt_job_run_padata(struct mt_job *job)
 		.size		= job->size,
 		.align		= job->align,
 		.min_chunk	= job->min_chunk,
-		.max_threads	= job->max_threads,
+		.max_threads	= max_threads,
 		/* As upstream: deferred init (node) was not numa_aware. */
 		.numa_aware	= job->affinity == MT_JOB_AFFINITY_INTERLEAVE ||
 				  job->affinity == MT_JOB_AFFINITY_BY_INDEX ||
@@ -173,8 +187,8 @@ static int __init mt_job_run_padata(struct mt_job *job)
 
 	/* padata does not say how many helpers it got: report what it asks. */
 	works = max(job->size / max(job->min_chunk, job->align), 1UL);
-	job->engine = MT_JOB_ENGINE_PADATA;
-	job->nr_threads = min_t(unsigned long, works, job->max_threads);
+	report->engine = MT_JOB_ENGINE_PADATA;
+	report->nr_threads = min_t(unsigned long, works, max_threads);
 	padata_do_multithreaded(&pjob);
 	return atomic_read(&p.error);
 }
@@ -193,7 +207,8 @@ static bool mt_job_padata_usable(void)
 	return !READ_ONCE(mt_job_padata_closed);
 }
 
-static int __ref mt_job_try_padata(struct mt_job *job, bool *ran)
+static int __ref mt_job_try_padata(const struct mt_job *job, int max_threads,
+				   struct mt_job_report *report, bool *ran)
 {
 	int ret = 0;
 
@@ -203,7 +218,7 @@ static int __ref mt_job_try_padata(struct mt_job *job, bool *ran)
 		return 0;
 	if (!mt_job_padata_closed) {
 		*ran = true;
-		ret = mt_job_run_padata(job);
+		ret = mt_job_run_padata(job, max_threads, report);
 	}
 	up_read(&mt_job_padata_rwsem);
 	return ret;
@@ -218,7 +233,8 @@ static int __init mt_job_padata_close(void)
 }
 late_initcall_sync(mt_job_padata_close);
 #else
-static int mt_job_try_padata(struct mt_job *job, bool *ran)
+static int mt_job_try_padata(const struct mt_job *job, int max_threads,
+			     struct mt_job_report *report, bool *ran)
 {
 	*ran = false;
 	return 0;
@@ -231,15 +247,16 @@ static bool mt_job_padata_usable(void)
 #endif
 
 /*
- * The engine for a job, @nowait or not, now: padata only while booting and
- * not for nowait jobs; the Rust engine in its place when it is built.
+ * The engine for a job allocating with @gfp, now: padata only while booting
+ * and for jobs that may wait; the Rust engine in its place when it is built.
  */
-static enum mt_job_engine mt_job_pick_engine(bool nowait)
+static enum mt_job_engine mt_job_pick_engine(gfp_t gfp)
 {
 	/* "rust" is refused, and not the default, without the Rust engine. */
 	enum mt_job_engine engine = READ_ONCE(mt_job_engine);
 
-	if (engine == MT_JOB_ENGINE_PADATA && (nowait || !mt_job_padata_usable()))
+	if (engine == MT_JOB_ENGINE_PADATA &&
+	    (!gfpflags_allow_blocking(gfp) || !mt_job_padata_usable()))
 		engine = IS_ENABLED(CONFIG_MT_JOB_RUST) ? MT_JOB_ENGINE_RUST :
 							  MT_JOB_ENGINE_SERIAL;
 	return engine;
@@ -247,35 +264,37 @@ static enum mt_job_engine mt_job_pick_engine(bool nowait)
 
 /**
  * mt_job_may_use_helpers() - would mt_job_run() use helpers now?
- * @nowait: for a job with &mt_job.nowait set
+ * @gfp: for a job with this &mt_job.gfp
  *
  * For callers that prepare work for helpers before the job exists (the
  * mmu_gather parallel free grows its gather only if helpers will free it).
  *
  * Return: false when the job would run on the serial engine (chosen with
  * "mt_job.engine=serial", or the only one left: padata after boot or for a
- * nowait job without CONFIG_MT_JOB_RUST) or "mt_job.max_threads=1" makes
+ * %GFP_NOWAIT job without CONFIG_MT_JOB_RUST) or "mt_job.max_threads=1" makes
  * every job one thread; true otherwise.
  */
-bool mt_job_may_use_helpers(bool nowait)
+bool mt_job_may_use_helpers(gfp_t gfp)
 {
-	return mt_job_pick_engine(nowait) != MT_JOB_ENGINE_SERIAL &&
+	return mt_job_pick_engine(gfp) != MT_JOB_ENGINE_SERIAL &&
 	       READ_ONCE(mt_job_max_threads) != 1;
 }
 
 /**
- * __mt_job_run() - run a multithreaded job, see mt_job_run()
+ * __mt_job_run() - run a multithreaded job, see mt_job_run_report()
  * @job: the job
+ * @report: where to say how it ran, or NULL
  * @key: the static lock class key of the call site
  * @class_name: the name of their class, a static string
  *
  * Return: as mt_job_run().
  */
-int __mt_job_run(struct mt_job *job, struct lock_class_key *key,
-		 const char *class_name)
+int __mt_job_run(const struct mt_job *job, struct mt_job_report *report,
+		 struct lock_class_key *key, const char *class_name)
 {
 	int cap = READ_ONCE(mt_job_max_threads);
-	int saved = job->max_threads;
+	struct mt_job_report rep = {};
+	int max_threads = job->max_threads;
 	bool ran = false;
 	u64 start_ns = 0;
 	int ret;
@@ -286,28 +305,27 @@ int __mt_job_run(struct mt_job *job, struct lock_class_key *key,
 		return ret;
 	if (trace_mt_job_run_enabled())
 		start_ns = local_clock();
-	job->nr_threads = 0;
-	job->nr_off_node = 0;
-	job->engine = mt_job_pick_engine(job->nowait);
+	rep.engine = mt_job_pick_engine(job->gfp);
 	if (!job->size)
 		goto out;
 	if (cap > 0)
-		job->max_threads = min(job->max_threads, cap);
+		max_threads = min(max_threads, cap);
 
-	if (job->engine == MT_JOB_ENGINE_PADATA)
-		ret = mt_job_try_padata(job, &ran);
-	if (!ran && job->engine != MT_JOB_ENGINE_SERIAL &&
+	if (rep.engine == MT_JOB_ENGINE_PADATA)
+		ret = mt_job_try_padata(job, max_threads, &rep, &ran);
+	if (!ran && rep.engine != MT_JOB_ENGINE_SERIAL &&
 	    IS_ENABLED(CONFIG_MT_JOB_RUST)) {
-		ret = mt_job_rust_run(job, key, class_name);
+		ret = mt_job_rust_run(job, max_threads, &rep, key, class_name);
 		ran = true;
 	}
 	if (!ran)
-		ret = mt_job_run_serial(job);
-	job->max_threads = saved;
+		ret = mt_job_run_serial(job, &rep);
 out:
 	if (trace_mt_job_run_enabled())
-		trace_mt_job_run(job, class_name, ret,
+		trace_mt_job_run(job, &rep, class_name, ret,
 				 start_ns ? local_clock() - start_ns : 0);
+	if (report)
+		*report = rep;
 	return ret;
 }
 EXPORT_SYMBOL_GPL(__mt_job_run);

@@ -158,21 +158,23 @@ static int __init bench_one_rust(struct bench *b, struct bench_point *p,
 		.affinity	= p->node ? MT_JOB_AFFINITY_BY_INDEX :
 					    MT_JOB_AFFINITY_NONE,
 		.node_of	= bench_node_of,
+		.gfp		= GFP_KERNEL,
 		.name		= "mt_job_bench",
 	};
+	struct mt_job_report report;
 	u64 t0 = ktime_get_ns();
-	int ret = mt_job_run(&job);
+	int ret = mt_job_run_report(&job, &report);
 
 	*ns = ktime_get_ns() - t0;
 	if (ret)
 		return ret;
-	if (job.engine != MT_JOB_ENGINE_RUST) {
+	if (report.engine != MT_JOB_ENGINE_RUST) {
 		pr_err("mt_job_run() used the %s engine: boot with mt_job.engine=rust\n",
-		       mt_job_engine_name(job.engine));
+		       mt_job_engine_name(report.engine));
 		return -EINVAL;
 	}
-	p->rust_min_threads = min(p->rust_min_threads, job.nr_threads);
-	p->rust_max_threads = max(p->rust_max_threads, job.nr_threads);
+	p->rust_min_threads = min(p->rust_min_threads, report.nr_threads);
+	p->rust_max_threads = max(p->rust_max_threads, report.nr_threads);
 	return 0;
 }
 

@@ -10,8 +10,10 @@
 
 struct lock_class_key;
 struct mt_job;
+struct mt_job_report;
 
-int mt_job_rust_run(struct mt_job *job, struct lock_class_key *key,
+int mt_job_rust_run(const struct mt_job *job, int max_threads,
+		    struct mt_job_report *report, struct lock_class_key *key,
 		    const char *class_name);
 int mt_job_rust_init(void);
 /* Test hook for kernel/mt_job_test.c, built with CONFIG_MT_JOB_KUNIT_TEST. */

@@ -141,6 +141,7 @@ static void random_job(struct random_ctx *c)
 		.affinity	= rnd_below(c, MT_JOB_AFFINITY_BY_INDEX_STRICT + 1),
 		.node		= first_node(node_states[N_POSSIBLE]),
 		.node_of	= random_node_of,
+		.gfp		= rnd_below(c, 4) ? GFP_KERNEL : GFP_NOWAIT,
 		.name		= "mt_job_random_test",
 	};
 	if (c->job.affinity == MT_JOB_AFFINITY_NODE) {
@@ -177,6 +178,7 @@ static bool random_report(struct random_ctx *c, unsigned int n,
 static bool random_one(struct random_ctx *c, unsigned int n)
 {
 	struct mt_job *j = &c->job;
+	struct mt_job_report rep;
 	unsigned long end, i, once = 0, more = 0;
 	bool injected;
 	unsigned int k;
@@ -190,7 +192,7 @@ static bool random_one(struct random_ctx *c, unsigned int n)
 	atomic_set(&c->active, 0);
 	atomic_set(&c->max_active, 0);
 
-	ret = mt_job_run(j);
+	ret = mt_job_run_report(j, &rep);
 	if (injected)
 		c->nr_failed_jobs++;
 	if (ret != (injected ? -EIO : 0))
@@ -227,10 +229,10 @@ static bool random_one(struct random_ctx *c, unsigned int n)
 					     ret);
 	}
 	if (atomic_read(&c->max_active) > j->max_threads ||
-	    (j->size && (j->nr_threads < 1 || j->nr_threads > j->max_threads)))
+	    (j->size && (rep.nr_threads < 1 || rep.nr_threads > j->max_threads)))
 		return random_report(c, n, "more threads than the cap", ret);
-	if (j->nr_off_node > c->nr_chunks ||
-	    (j->nr_off_node && (j->affinity == MT_JOB_AFFINITY_NONE ||
+	if (rep.nr_off_node > c->nr_chunks ||
+	    (rep.nr_off_node && (j->affinity == MT_JOB_AFFINITY_NONE ||
 				j->affinity == MT_JOB_AFFINITY_INTERLEAVE)))
 		return random_report(c, n, "chunks off a node they do not have",
 				     ret);

@@ -10,7 +10,6 @@ use core::num::NonZeroUsize;
 use kernel::{
     alloc::{
         flags::{
-            __GFP_NOWARN,
             GFP_KERNEL,
             GFP_NOWAIT, //
         },
@@ -56,7 +55,13 @@ impl Callbacks {
     }
 }
 
-fn run(job: &mut bindings::mt_job, name: &'static CStr, key: Pin<&'static LockClassKey>) -> Result {
+fn run(
+    job: &bindings::mt_job,
+    max_threads: c_int,
+    report: &mut bindings::mt_job_report,
+    name: &'static CStr,
+    key: Pin<&'static LockClassKey>,
+) -> Result {
     let cb = Callbacks {
         thread_fn: job.thread_fn.ok_or(EINVAL)?,
         node_of: job.node_of,
@@ -87,24 +92,25 @@ fn run(job: &mut bindings::mt_job, name: &'static CStr, key: Pin<&'static LockCl
         }
         _ => return Err(EINVAL),
     };
-    let max_threads = usize::try_from(job.max_threads)
+    let max_threads = usize::try_from(max_threads)
         .ok()
         .and_then(NonZeroUsize::new)
         .ok_or(EINVAL)?;
+    let flags = match job.gfp {
+        bindings::GFP_KERNEL => GFP_KERNEL,
+        bindings::GFP_NOWAIT => GFP_NOWAIT,
+        _ => return Err(EINVAL),
+    };
     let mt_job = Job::new(job.start..end, name, key)?
         .align(Align::new(job.align as u64)?)
         .min_chunk(job.min_chunk as u64)
         .max_threads(max_threads)
         .affinity(affinity)
-        .alloc_flags(if job.nowait {
-            GFP_NOWAIT | __GFP_NOWARN
-        } else {
-            GFP_KERNEL
-        });
-    let (res, report) = mt_job.run_and_report(|chunk| cb.chunk(chunk.start, chunk.end));
+        .alloc_flags(flags);
+    let (res, ran) = mt_job.run_and_report(|chunk| cb.chunk(chunk.start, chunk.end));
     // Also when a chunk failed: callers report how many threads worked.
-    job.nr_threads = c_int::try_from(report.threads()).unwrap_or(c_int::MAX);
-    job.nr_off_node = c_ulong::try_from(report.off_node()).unwrap_or(c_ulong::MAX);
+    report.nr_threads = c_int::try_from(ran.threads()).unwrap_or(c_int::MAX);
+    report.nr_off_node = c_ulong::try_from(ran.off_node()).unwrap_or(c_ulong::MAX);
     res
 }
 
@@ -132,26 +138,32 @@ pub extern "C" fn mt_job_rust_fail_nth_helper(nth: kernel::ffi::c_uint) -> kerne
     kernel::ffi::c_uint::try_from(left).unwrap_or(kernel::ffi::c_uint::MAX)
 }
 
-/// Runs `job` on the Rust engine; see `mt_job_run()` for the rules.
+/// Runs `job` on the Rust engine with at most `max_threads` threads (the job's, capped by
+/// `mt_job.max_threads=`) and says how in `report`; see `mt_job_run()` for the rules.
 ///
 /// Returns 0, the first error a chunk returned, or `-EINVAL` for a job `mt_job_run()` would
 /// have refused.
 ///
 /// # Safety
 ///
-/// `job` must point to a valid `struct mt_job` that nobody else accesses during the call, whose
+/// `job` must point to a valid `struct mt_job` that nobody changes during the call, whose
 /// `thread_fn` (and `node_of`, if set) may be called concurrently with `fn_arg` until this
-/// function returns. `key` must point to the static lock class key of the call site
+/// function returns. `report` must point to a valid `struct mt_job_report` that nobody else
+/// accesses during the call. `key` must point to the static lock class key of the call site
 /// (`mt_job_run()`), and `class_name` to a static C string (only read with `CONFIG_LOCKDEP`).
 #[no_mangle]
 pub unsafe extern "C" fn mt_job_rust_run(
-    job: *mut bindings::mt_job,
+    job: *const bindings::mt_job,
+    max_threads: c_int,
+    report: *mut bindings::mt_job_report,
     key: *mut bindings::lock_class_key,
     class_name: *const c_char,
 ) -> c_int {
-    // SAFETY: by the safety requirements `job` is valid and exclusively ours for the call.
-    let job = unsafe { &mut *job };
-    job.engine = bindings::mt_job_engine_MT_JOB_ENGINE_RUST;
+    // SAFETY: by the safety requirements `job` is valid and not changed during the call.
+    let job = unsafe { &*job };
+    // SAFETY: by the safety requirements `report` is valid and exclusively ours for the call.
+    let report = unsafe { &mut *report };
+    report.engine = bindings::mt_job_engine_MT_JOB_ENGINE_RUST;
     // SAFETY: by the safety requirements `key` points to a static key, never moved nor freed,
     // which `LockClassKey` wraps transparently.
     let key = unsafe { Pin::static_ref(&*key.cast::<LockClassKey>()) };
@@ -163,7 +175,7 @@ pub unsafe extern "C" fn mt_job_rust_run(
     } else {
         c"mt_job"
     };
-    match run(job, name, key) {
+    match run(job, max_threads, report, name, key) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }

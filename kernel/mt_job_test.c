@@ -119,6 +119,7 @@ static struct mt_job job_of(struct rec *r, unsigned long start,
 		.size		= size,
 		.align		= 1,
 		.max_threads	= 1,
+		.gfp		= GFP_KERNEL,
 		.name		= "mt_job_test",
 	};
 }
@@ -160,19 +161,20 @@ static void cover_one(struct kunit *test, unsigned long align,
 {
 	struct rec *r = rec_alloc(test, 1000003, 20011);
 	struct mt_job job = job_of(r, r->base, r->nr);
+	struct mt_job_report rep;
 
 	job.align = align;
 	job.min_chunk = min_chunk;
 	job.max_threads = threads;
 	job.affinity = aff;
 	job.node = first_online_node;
-	KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+	KUNIT_ASSERT_EQ(test, mt_job_run_report(&job, &rep), 0);
 	expect_each_once(test, r);
 	expect_shape(test, r, &job);
-	KUNIT_EXPECT_GE(test, job.nr_threads, 1);
-	KUNIT_EXPECT_LE(test, job.nr_threads, threads);
+	KUNIT_EXPECT_GE(test, rep.nr_threads, 1);
+	KUNIT_EXPECT_LE(test, rep.nr_threads, threads);
 	if (IS_ENABLED(CONFIG_MT_JOB_RUST))
-		KUNIT_EXPECT_EQ(test, job.engine, MT_JOB_ENGINE_RUST);
+		KUNIT_EXPECT_EQ(test, rep.engine, MT_JOB_ENGINE_RUST);
 	kunit_kfree(test, r->counts);
 	kunit_kfree(test, r);
 }
@@ -204,13 +206,14 @@ static void mt_job_test_max_threads(struct kunit *test)
 	for (t = 1; t <= 6; t++) {
 		struct rec *r = rec_alloc(test, 0, 4096);
 		struct mt_job job = job_of(r, 0, r->nr);
+		struct mt_job_report rep;
 
 		r->delay_us = 2000;
 		job.max_threads = t;
-		KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+		KUNIT_ASSERT_EQ(test, mt_job_run_report(&job, &rep), 0);
 		expect_each_once(test, r);
 		KUNIT_EXPECT_LE(test, atomic_read(&r->max_active), t);
-		KUNIT_EXPECT_LE(test, job.nr_threads, t);
+		KUNIT_EXPECT_LE(test, rep.nr_threads, t);
 		/* The engine is parallel: with room for it, threads overlap. */
 		if (IS_ENABLED(CONFIG_MT_JOB_RUST) && t > 1 &&
 		    num_online_cpus() > 1)
@@ -223,11 +226,12 @@ static void mt_job_test_many_threads(struct kunit *test)
 {
 	struct rec *r = rec_alloc(test, 0, 1 << 16);
 	struct mt_job job = job_of(r, 0, r->nr);
+	struct mt_job_report rep;
 
 	job.max_threads = INT_MAX;
-	KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+	KUNIT_ASSERT_EQ(test, mt_job_run_report(&job, &rep), 0);
 	expect_each_once(test, r);
-	KUNIT_EXPECT_LE(test, job.nr_threads, (int)num_online_cpus());
+	KUNIT_EXPECT_LE(test, rep.nr_threads, (int)num_online_cpus());
 }
 
 static int first_node_with_cpus(void)
@@ -247,6 +251,7 @@ static void mt_job_test_affinity_node(struct kunit *test)
 	for_each_node_state(node, N_CPU) {
 		struct rec *r = rec_alloc(test, 0, 1 << 14);
 		struct mt_job job = job_of(r, 0, r->nr);
+		struct mt_job_report rep;
 		unsigned int i;
 
 		r->delay_us = 200;
@@ -254,17 +259,17 @@ static void mt_job_test_affinity_node(struct kunit *test)
 		job.max_threads = 4;
 		job.affinity = MT_JOB_AFFINITY_NODE;
 		job.node = node;
-		KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+		KUNIT_ASSERT_EQ(test, mt_job_run_report(&job, &rep), 0);
 		expect_each_once(test, r);
 		/* No more threads than the node has CPUs. */
-		KUNIT_EXPECT_LE(test, job.nr_threads, nr_cpus_node(node));
+		KUNIT_EXPECT_LE(test, rep.nr_threads, nr_cpus_node(node));
 		for (i = 0; i < min(r->nr_chunks, MAX_CHUNKS); i++)
 			KUNIT_EXPECT_EQ_MSG(test, r->chunks[i].node, node,
 					    "chunk [%lu, %lu) off its node",
 					    r->chunks[i].start, r->chunks[i].end);
 		/* And the engine's own count agrees. */
-		if (job.engine == MT_JOB_ENGINE_RUST)
-			KUNIT_EXPECT_EQ(test, job.nr_off_node, 0UL);
+		if (rep.engine == MT_JOB_ENGINE_RUST)
+			KUNIT_EXPECT_EQ(test, rep.nr_off_node, 0UL);
 	}
 }
 
@@ -386,7 +391,8 @@ static void mt_job_test_positive_return(struct kunit *test)
 static void mt_job_test_einval(struct kunit *test)
 {
 	struct rec *r = rec_alloc(test, 0, 100);
-	struct mt_job bad[10];
+	struct mt_job_report rep = { .nr_threads = -1 };
+	struct mt_job bad[12];
 	unsigned int i;
 
 	for (i = 0; i < ARRAY_SIZE(bad); i++)
@@ -403,29 +409,34 @@ static void mt_job_test_einval(struct kunit *test)
 	bad[7].affinity = 42;
 	bad[8].max_threads = -3;
 	bad[9].affinity = MT_JOB_AFFINITY_BY_INDEX_STRICT;
+	bad[10].gfp = 0;
+	bad[11].gfp = GFP_ATOMIC;
 	for (i = 0; i < ARRAY_SIZE(bad); i++)
-		KUNIT_EXPECT_EQ_MSG(test, mt_job_run(&bad[i]), -EINVAL,
-				    "bad job %u", i);
+		KUNIT_EXPECT_EQ_MSG(test, mt_job_run_report(&bad[i], &rep),
+				    -EINVAL, "bad job %u", i);
 	KUNIT_EXPECT_EQ(test, atomic_read(&r->calls), 0);
+	/* Nothing ran, nothing to report. */
+	KUNIT_EXPECT_EQ(test, rep.nr_threads, -1);
 }
 
 static void mt_job_test_small(struct kunit *test)
 {
 	struct rec *r = rec_alloc(test, 7, 1);
 	struct mt_job job = job_of(r, 7, 0);
+	struct mt_job_report rep;
 
 	job.max_threads = 4;
-	KUNIT_EXPECT_EQ(test, mt_job_run(&job), 0);
+	KUNIT_EXPECT_EQ(test, mt_job_run_report(&job, &rep), 0);
 	KUNIT_EXPECT_EQ(test, atomic_read(&r->calls), 0);
 
 	job.size = 1;
 	job.align = 64;
 	job.min_chunk = 1000;
-	KUNIT_EXPECT_EQ(test, mt_job_run(&job), 0);
+	KUNIT_EXPECT_EQ(test, mt_job_run_report(&job, &rep), 0);
 	KUNIT_EXPECT_EQ(test, atomic_read(&r->calls), 1);
 	KUNIT_EXPECT_EQ(test, r->chunks[0].start, 7UL);
 	KUNIT_EXPECT_EQ(test, r->chunks[0].end, 8UL);
-	KUNIT_EXPECT_EQ(test, job.nr_threads, 1);
+	KUNIT_EXPECT_EQ(test, rep.nr_threads, 1);
 }
 
 /* Ranges that end at ULONG_MAX, where rounding a boundary up overflows. */
@@ -451,6 +462,7 @@ struct concurrent {
 	struct kunit *test;
 	struct rec *r;
 	struct mt_job job;
+	struct mt_job_report rep;
 	int ret;
 	struct completion done;
 	int (*fn)(void *arg);	/* run_bound(): what its kthread runs */
@@ -462,7 +474,7 @@ static int concurrent_fn(void *arg)
 {
 	struct concurrent *c = arg;
 
-	c->ret = mt_job_run(&c->job);
+	c->ret = mt_job_run_report(&c->job, &c->rep);
 	complete(&c->done);
 	return 0;
 }
@@ -604,7 +616,7 @@ static void strict_nowait_run(struct kunit *test, struct by_index *b,
 	c->job.max_threads = 4;
 	c->job.affinity = MT_JOB_AFFINITY_BY_INDEX_STRICT;
 	c->job.node_of = all_hi_node;
-	c->job.nowait = true;
+	c->job.gfp = GFP_NOWAIT;
 	run_bound(test, concurrent_fn, c, b->lo);
 }
 
@@ -648,9 +660,9 @@ static void mt_job_test_strict_nowait(struct kunit *test)
 		kthread_stop(spinners[i]);
 	KUNIT_ASSERT_EQ(test, c.ret, 0);
 	expect_each_once(test, b.r);
-	if (c.job.engine == MT_JOB_ENGINE_RUST) {
-		KUNIT_EXPECT_EQ(test, c.job.nr_threads, 1);
-		KUNIT_EXPECT_EQ(test, c.job.nr_off_node, (unsigned long)b.r->nr_chunks);
+	if (c.rep.engine == MT_JOB_ENGINE_RUST) {
+		KUNIT_EXPECT_EQ(test, c.rep.nr_threads, 1);
+		KUNIT_EXPECT_EQ(test, c.rep.nr_off_node, (unsigned long)b.r->nr_chunks);
 	}
 	kunit_kfree(test, b.r->counts);
 	kunit_kfree(test, b.r);
@@ -659,7 +671,7 @@ static void mt_job_test_strict_nowait(struct kunit *test)
 		strict_nowait_run(test, &b, &c);
 		KUNIT_ASSERT_EQ(test, c.ret, 0);
 		expect_each_once(test, b.r);
-		off += c.job.nr_off_node;
+		off += c.rep.nr_off_node;
 		kunit_kfree(test, b.r->counts);
 		kunit_kfree(test, b.r);
 	}
@@ -685,18 +697,19 @@ static void mt_job_test_nowait(struct kunit *test)
 	     aff++) {
 		struct rec *r = rec_alloc(test, 0, 4096);
 		struct mt_job job = job_of(r, 0, r->nr);
+		struct mt_job_report rep;
 
 		if (aff == MT_JOB_AFFINITY_NODE)
 			continue;
 		r->delay_us = 2000;
 		job.max_threads = 4;
-		job.nowait = true;
+		job.gfp = GFP_NOWAIT;
 		job.affinity = aff;
 		job.node_of = aff == MT_JOB_AFFINITY_BY_INDEX ? nowait_node :
 								NULL;
-		KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+		KUNIT_ASSERT_EQ(test, mt_job_run_report(&job, &rep), 0);
 		expect_each_once(test, r);
-		KUNIT_EXPECT_LE(test, job.nr_threads, 4);
+		KUNIT_EXPECT_LE(test, rep.nr_threads, 4);
 		if (IS_ENABLED(CONFIG_MT_JOB_RUST) && num_online_cpus() > 1)
 			KUNIT_EXPECT_GE(test, atomic_read(&r->max_active), 2);
 	}
@@ -710,6 +723,7 @@ static void mt_job_test_strict_one_thread(struct kunit *test)
 {
 	struct by_index b = { .half = 0 };
 	struct mt_job job;
+	struct mt_job_report rep;
 
 	if (num_node_state(N_CPU) < 2)
 		kunit_skip(test, "needs 2 nodes with CPUs");
@@ -726,13 +740,13 @@ static void mt_job_test_strict_one_thread(struct kunit *test)
 	job.node_of = by_index_node;
 	KUNIT_ASSERT_EQ(test, set_cpus_allowed_ptr(current,
 						   cpumask_of_node(b.lo)), 0);
-	KUNIT_EXPECT_EQ(test, mt_job_run(&job), 0);
+	KUNIT_EXPECT_EQ(test, mt_job_run_report(&job, &rep), 0);
 	set_cpus_allowed_ptr(current, cpu_possible_mask);
 	expect_each_once(test, b.r);
 	KUNIT_EXPECT_EQ(test, b.r->nr_chunks, 1U);
 	KUNIT_EXPECT_EQ(test, b.r->chunks[0].node, b.hi);
-	KUNIT_EXPECT_EQ(test, job.nr_off_node, 0UL);
-	KUNIT_EXPECT_EQ(test, job.nr_threads, 1);
+	KUNIT_EXPECT_EQ(test, rep.nr_off_node, 0UL);
+	KUNIT_EXPECT_EQ(test, rep.nr_threads, 1);
 }
 
 static int first_node_without_cpus(void)
@@ -803,6 +817,7 @@ static void mt_job_test_cpuless_node(struct kunit *test)
 	for (a = 0; a < ARRAY_SIZE(affs); a++) {
 		for (threads = 1; threads <= 4; threads++) {
 			struct mt_job job;
+			struct mt_job_report rep;
 
 			t.r = rec_alloc(test, 3000, 3 << 12);
 			t.r->delay_us = 100;
@@ -813,22 +828,22 @@ static void mt_job_test_cpuless_node(struct kunit *test)
 			job.affinity = affs[a];
 			job.node = t.node[2];
 			job.node_of = thirds_node;
-			KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+			KUNIT_ASSERT_EQ(test, mt_job_run_report(&job, &rep), 0);
 			expect_each_once(test, t.r);
 			/*
 			 * The caller is off the node of a node job on the
 			 * CPU-less node; by-index jobs give that node's chunks
 			 * to its nearest node (mt_job_test_cpuless_nearest).
 			 */
-			if (job.engine == MT_JOB_ENGINE_RUST &&
+			if (rep.engine == MT_JOB_ENGINE_RUST &&
 			    affs[a] == MT_JOB_AFFINITY_NODE)
-				KUNIT_EXPECT_GT_MSG(test, job.nr_off_node, 0UL,
+				KUNIT_EXPECT_GT_MSG(test, rep.nr_off_node, 0UL,
 						    "affinity %d, %d threads",
 						    affs[a], threads);
-			KUNIT_EXPECT_LE(test, job.nr_off_node,
+			KUNIT_EXPECT_LE(test, rep.nr_off_node,
 					(unsigned long)t.r->nr_chunks);
 			if (affs[a] == MT_JOB_AFFINITY_NODE)
-				KUNIT_EXPECT_EQ(test, job.nr_threads, 1);
+				KUNIT_EXPECT_EQ(test, rep.nr_threads, 1);
 			kunit_kfree(test, t.r->counts);
 			kunit_kfree(test, t.r);
 		}
@@ -865,6 +880,7 @@ static void mt_job_test_cpuless_nearest(struct kunit *test)
 						   cpumask_of_node(t.node[0])), 0);
 	for (threads = 2; threads <= 4; threads++) {
 		struct mt_job job;
+		struct mt_job_report rep;
 
 		t.r = rec_alloc(test, 3000, 3 << 12);
 		t.r->delay_us = 100;
@@ -875,14 +891,14 @@ static void mt_job_test_cpuless_nearest(struct kunit *test)
 		job.affinity = MT_JOB_AFFINITY_BY_INDEX_STRICT;
 		job.node_of = thirds_node;
 		nodes_clear(t.cpuless_ran_on);
-		KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+		KUNIT_ASSERT_EQ(test, mt_job_run_report(&job, &rep), 0);
 		expect_each_once(test, t.r);
-		KUNIT_EXPECT_EQ(test, job.engine, MT_JOB_ENGINE_RUST);
+		KUNIT_EXPECT_EQ(test, rep.engine, MT_JOB_ENGINE_RUST);
 		KUNIT_EXPECT_TRUE_MSG(test, nodes_equal(t.cpuless_ran_on, near),
 				      "%d threads: node %d's chunks ran on %*pbl, not on node %d",
 				      threads, t.node[2],
 				      nodemask_pr_args(&t.cpuless_ran_on), nearest);
-		KUNIT_EXPECT_EQ(test, job.nr_off_node, 0UL);
+		KUNIT_EXPECT_EQ(test, rep.nr_off_node, 0UL);
 		kunit_kfree(test, t.r->counts);
 		kunit_kfree(test, t.r);
 	}
@@ -961,7 +977,7 @@ static void mt_job_test_hotplug(struct kunit *test)
 		job.affinity = i % 5;
 		job.node = t.node[i % 3];
 		job.node_of = (i / 5) % 3 == 2 ? lone_node : thirds_node;
-		job.nowait = i % 7 == 0;
+		job.gfp = i % 7 == 0 ? GFP_NOWAIT : GFP_KERNEL;
 		ret = mt_job_run(&job);
 		KUNIT_EXPECT_EQ_MSG(test, ret, 0, "job %u", i);
 		expect_each_once(test, t.r);
@@ -1062,6 +1078,7 @@ static void alloc_failure_gfp_kernel(struct kunit *test)
 		for (nth = 1; nth <= 4; nth++) {
 			struct rec *r = rec_alloc(test, 0, 4096);
 			struct mt_job job = job_of(r, 0, r->nr);
+			struct mt_job_report rep;
 			unsigned int left;
 			int ret;
 
@@ -1071,16 +1088,16 @@ static void alloc_failure_gfp_kernel(struct kunit *test)
 			job.node = node;
 			job.node_of = nowait_node;
 			mt_job_rust_fail_nth_helper(nth);
-			ret = mt_job_run(&job);
+			ret = mt_job_run_report(&job, &rep);
 			left = mt_job_rust_fail_nth_helper(0);
 			KUNIT_EXPECT_EQ_MSG(test, ret, 0, "affinity %d nth %u",
 					    aff, nth);
 			expect_each_once(test, r);
-			KUNIT_EXPECT_GE(test, job.nr_threads, 1);
-			rust += job.engine == MT_JOB_ENGINE_RUST;
+			KUNIT_EXPECT_GE(test, rep.nr_threads, 1);
+			rust += rep.engine == MT_JOB_ENGINE_RUST;
 			if (!left) {
 				fired++;
-				KUNIT_EXPECT_LE_MSG(test, job.nr_threads, nth,
+				KUNIT_EXPECT_LE_MSG(test, rep.nr_threads, nth,
 						    "affinity %d nth %u", aff,
 						    nth);
 			}
@@ -1110,21 +1127,22 @@ static void mt_job_test_alloc_failure(struct kunit *test)
 		for (nth = 1; nth <= 6; nth++) {
 			struct rec *r = rec_alloc(test, 0, 4096);
 			struct mt_job job = job_of(r, 0, r->nr);
+			struct mt_job_report rep;
 			int ret;
 
 			r->delay_us = 200;
 			job.max_threads = 4;
-			job.nowait = true;
+			job.gfp = GFP_NOWAIT;
 			job.affinity = aff;
 			job.node = first_node_with_cpus();
 			job.node_of = nowait_node;
 			current->fail_nth = nth;
-			ret = mt_job_run(&job);
+			ret = mt_job_run_report(&job, &rep);
 			/* Not reached: fewer allocations than nth. */
 			current->fail_nth = 0;
 			KUNIT_EXPECT_EQ(test, ret, 0);
 			expect_each_once(test, r);
-			KUNIT_EXPECT_GE(test, job.nr_threads, 1);
+			KUNIT_EXPECT_GE(test, rep.nr_threads, 1);
 			kunit_kfree(test, r->counts);
 			kunit_kfree(test, r);
 		}
@@ -1133,15 +1151,16 @@ static void mt_job_test_alloc_failure(struct kunit *test)
 	{
 		struct rec *r = rec_alloc(test, 0, 4096);
 		struct mt_job job = job_of(r, 0, r->nr);
+		struct mt_job_report rep;
 
 		job.max_threads = 4;
-		job.nowait = true;
+		job.gfp = GFP_NOWAIT;
 		current->fail_nth = 1;
-		KUNIT_EXPECT_EQ(test, mt_job_run(&job), 0);
+		KUNIT_EXPECT_EQ(test, mt_job_run_report(&job, &rep), 0);
 		current->fail_nth = 0;
 		expect_each_once(test, r);
-		if (job.engine == MT_JOB_ENGINE_RUST)
-			KUNIT_EXPECT_EQ(test, job.nr_threads, 1);
+		if (rep.engine == MT_JOB_ENGINE_RUST)
+			KUNIT_EXPECT_EQ(test, rep.nr_threads, 1);
 	}
 #endif
 	if (IS_ENABLED(CONFIG_MT_JOB_RUST))

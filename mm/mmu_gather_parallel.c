@@ -56,7 +56,7 @@
  *   batch a gather grows by.
  *
  * - A helper that has not started when the caller runs out of batches is
- *   cancelled (a nowait job), so on a loaded system the caller does the
+ *   cancelled (a GFP_NOWAIT job), so on a loaded system the caller does the
  *   work alone.  The page table walk stays serial: the free of a full
  *   gather runs after its TLB flush and before the walk resumes.
  *
@@ -290,7 +290,7 @@ static void tlb_parallel_free_ask(struct mmu_gather *tlb)
 	if (tlb->parallel_free_refused || tlb->parallel_free_helpers)
 		return;
 	/* mt_job.engine=serial or mt_job.max_threads=1: no helper to have. */
-	if (!mt_job_may_use_helpers(true) || !tlb_parallel_free_allowed(tlb)) {
+	if (!mt_job_may_use_helpers(GFP_NOWAIT) || !tlb_parallel_free_allowed(tlb)) {
 		tlb->parallel_free_refused = 1;
 		count_vm_event(TLB_PARALLEL_FREE_NOGROW);
 		return;
@@ -489,9 +489,10 @@ static bool tlb_free_parallel(struct mmu_gather *tlb, unsigned long freeable,
 		.align		= 1,
 		.min_chunk	= 1,
 		.max_threads	= tlb->parallel_free_helpers + 1,
-		.nowait		= true,
+		.gfp		= GFP_NOWAIT,
 		.name		= "mmu_gather",
 	};
+	struct mt_job_report report;
 	struct mmu_gather_batch *batch;
 	u64 start_ns = 0, helper_ns;
 	unsigned int nr = 0;
@@ -518,7 +519,7 @@ static bool tlb_free_parallel(struct mmu_gather *tlb, unsigned long freeable,
 	if (trace_tlb_parallel_free_enabled())
 		start_ns = local_clock();
 	/* The job is valid by construction: on failure nothing ran. */
-	if (WARN_ON_ONCE(mt_job_run(&job)))
+	if (WARN_ON_ONCE(mt_job_run_report(&job, &report)))
 		return false;
 	helper_ns = atomic64_read(&fj.helper_ns);
 	sched_account_offload(current, helper_ns);
@@ -528,15 +529,15 @@ static bool tlb_free_parallel(struct mmu_gather *tlb, unsigned long freeable,
 
 		trace_tlb_parallel_free(freeable, gathered, nr,
 					tlb->parallel_free_helpers,
-					job.nr_threads, grown ? now - grown : 0,
+					report.nr_threads, grown ? now - grown : 0,
 					start_ns ? now - start_ns : 0, helper_ns);
 	}
 	/* One thread: the caller alone, or a helper that took every batch. */
-	if (job.nr_threads < 2) {
+	if (report.nr_threads < 2) {
 		count_vm_event(TLB_PARALLEL_FREE_FALLBACK);
 	} else {
 		count_vm_event(TLB_PARALLEL_FREE);
-		count_vm_events(TLB_PARALLEL_FREE_THREADS, job.nr_threads);
+		count_vm_events(TLB_PARALLEL_FREE_THREADS, report.nr_threads);
 	}
 	return true;
 }
@@ -587,7 +588,7 @@ void __tlb_parallel_free_flush(struct mmu_gather *tlb)
 	if (static_branch_unlikely(&tlb_parallel_free_key) &&
 	    pages >= READ_ONCE(sysctl_parallel_free_threshold)) {
 		if (!tlb->parallel_free_helpers && !tlb->parallel_free_refused &&
-		    mt_job_may_use_helpers(true) && tlb_parallel_free_allowed(tlb))
+		    mt_job_may_use_helpers(GFP_NOWAIT) && tlb_parallel_free_allowed(tlb))
 			tlb->parallel_free_helpers = tlb_parallel_free_reserve();
 		freed = tlb->parallel_free_helpers &&
 			tlb_free_parallel(tlb, pages, gathered);

@@ -254,6 +254,9 @@ enginebench() {
 	return "${PIPESTATUS[0]}"
 }
 stage enginebench-smoke enginebench; count $?
+# A distribution's MODVERSIONS configuration keeps Rust and the parallel
+# free (Kconfig only here; check-full builds it).
+stage kconfig-modversions make -s -C "$repo" kconfig-modversions; count $?
 line=$(grep -o "enginebench-smoke: [0-9]* passed, [0-9]* failed" \
 	"$logs/enginebench-smoke.txt")
 passed=$((passed + $(echo "$line" | awk '{print $2+0}')))
@@ -292,6 +295,7 @@ norust() {
 # with QEMU guests part of the time).
 if [ "$CHECK_FULL" = 1 ]; then
 	stage norust norust; count $?
+	stage kernel-modversions make -s -C "$repo" kernel-modversions; count $?
 	stage series-build make -s -C "$repo" series-build SKIP_LAST=1; count $?
 fi
 finish

@@ -369,6 +369,18 @@ def cmd_boottest(args):
         check(bool(r["nodes"]) and all(
             n["pages"] > 0 for n in r["nodes"].values()),
             f"{engine}: every node initialised deferred pages")
+        # After boot the parameter reads back the engine jobs get now:
+        # padata is closed, and setting it is refused.
+        want = ("serial" if engine == "serial" or
+                kconfig(args, "MT_JOB_RUST") != "y" else "rust")
+        m = re.search(r"^mtjob engine (\S+)$", log, re.M)
+        got = m.group(1) if m else None
+        check(got == want, f"{engine}: mt_job.engine reads back {want} "
+              f"after boot (got {got})")
+        m = re.search(r"^mtjob engine-set-padata (\S+)$", log, re.M)
+        got = m.group(1) if m else None
+        check(got == "refused", f"{engine}: setting mt_job.engine=padata "
+              f"after boot is refused (got {got})")
         if engine == "padata" and args.cpus >= 2 * args.nodes:
             # padata reports the threads it asks for: a node's CPUs.
             check(all(n["threads"] > 1 for n in r["nodes"].values()),

@@ -19,9 +19,10 @@ SOURCE_PKG=linux-source-$VERSION
 APT_PKGS=(clang$LLVM_SUFFIX lld$LLVM_SUFFIX llvm$LLVM_SUFFIX libclang$LLVM_SUFFIX-dev
 	qemu-system-x86 bc flex bison libelf-dev libssl-dev cpio make gcc
 	libc6-dev busybox-static python3 python3-ply python3-git git xz-utils)
-# For the benchmarks' plots only: installed when setup runs as root, never
-# reported missing (make check does not plot).
-OPTIONAL_PKGS=(python3-matplotlib)
+# For the benchmarks' plots and check-full's MODVERSIONS kernel (gendwarfksyms
+# needs libdw) only: installed when setup runs as root, never reported
+# missing (make check neither plots nor builds that kernel).
+OPTIONAL_PKGS=(python3-matplotlib libdw-dev)
 check_only=0
 [ "${1:-}" = "--check" ] && check_only=1
 
@@ -104,12 +105,12 @@ for p in "${OPTIONAL_PKGS[@]}"; do
 done
 if [ ${#opt_pkgs[@]} -gt 0 ] && [ $check_only = 0 ]; then
 	if [ "$(id -u)" = 0 ]; then
-		echo "setup: installing ${opt_pkgs[*]} (benchmark plots)"
+		echo "setup: installing ${opt_pkgs[*]} (benchmark plots, MODVERSIONS kernel)"
 		apt-get update -qq
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${opt_pkgs[@]}" >/dev/null ||
-			echo "setup: ${opt_pkgs[*]} not installed: benchmarks print tables, no plots" >&2
+			echo "setup: ${opt_pkgs[*]} not installed: benchmarks print tables, no plots; no kernel-modversions" >&2
 	else
-		echo "setup: for benchmark plots, as root: apt-get install ${opt_pkgs[*]}" >&2
+		echo "setup: for benchmark plots and kernel-modversions, as root: apt-get install ${opt_pkgs[*]}" >&2
 	fi
 fi
 

@@ -11,8 +11,8 @@
 #ifndef _LINUX_MT_JOB_H
 #define _LINUX_MT_JOB_H
 
+#include <linux/gfp_types.h>
 #include <linux/lockdep_types.h>
-#include <linux/stringify.h>
 #include <linux/types.h>
 
 /**
@@ -25,8 +25,8 @@
  *	takes chunks while they run only when it runs on a CPU of that node
  *	(cpumask_of_node(); with numa=fake= a CPU is one of every emulated node
  *	of its physical node), the node has no CPU (N_CPU), or the job may not
- *	wait for helpers (@mt_job.nowait, or run from a work item or with
- *	PF_MEMALLOC).
+ *	wait for helpers (@mt_job.gfp without __GFP_DIRECT_RECLAIM, or run
+ *	from a work item or with PF_MEMALLOC).
  * @MT_JOB_AFFINITY_BY_INDEX: @mt_job.node_of tells which node each index
  *	lives on; helpers are queued on those nodes and take their own node's
  *	chunks first, then help with the others.
@@ -44,7 +44,8 @@
  * Whatever the affinity, once every helper has finished or was cancelled
  * before it started, the caller runs any chunk left, so placement is best
  * effort and a job never ends without running every index (unless a chunk
- * failed); @mt_job.nr_off_node counts the chunks that ran off their node.
+ * failed); &mt_job_report.nr_off_node counts the chunks that ran off their
+ * node.
  */
 enum mt_job_affinity {
 	MT_JOB_AFFINITY_NONE,
@@ -59,7 +60,7 @@ enum mt_job_affinity {
  * @MT_JOB_ENGINE_SERIAL: the calling thread alone, in one call.
  * @MT_JOB_ENGINE_RUST: the Rust engine (kernel::mt_job).
  * @MT_JOB_ENGINE_PADATA: padata_do_multithreaded(), only while booting and
- *	not for @mt_job.nowait jobs.
+ *	only for jobs that may wait (@mt_job.gfp is %GFP_KERNEL).
  */
 enum mt_job_engine {
 	MT_JOB_ENGINE_SERIAL,
@@ -91,22 +92,13 @@ enum mt_job_engine {
  * @node_of: for the by-index affinities, the node of an index: asked for
  *	the first index of each chunk, only by the calling thread, before any
  *	chunk runs; %NUMA_NO_NODE, or any node that is not possible, means none.
- * @nowait: the engine allocates its bookkeeping (helpers' work items,
- *	per-node segments) with GFP_NOWAIT instead of GFP_KERNEL, for callers
- *	that must not enter reclaim (the mmu_gather free path); a failed
- *	allocation means fewer helpers or one segment, never an error.  The
- *	caller also never waits for a helper that has not started: it cancels
- *	those and runs their chunks itself.
+ * @gfp: the flags the engine allocates its bookkeeping with (helpers' work
+ *	items, per-node segments): %GFP_KERNEL, or %GFP_NOWAIT for callers
+ *	that must not enter reclaim (the mmu_gather free path).  With
+ *	%GFP_NOWAIT a failed allocation means fewer helpers or one segment,
+ *	never an error, and the caller never waits for a helper that has not
+ *	started: it cancels those and runs their chunks itself.
  * @name: a short name for reports and warnings.
- * @engine: out: the engine that ran the job.
- * @nr_threads: out: the threads that worked on the job: helpers that
- *	started, and the caller if it ran a chunk (Rust engine); padata does
- *	not say, so for it this is the threads it was asked for,
- *	min(@size / max(@min_chunk, @align), @max_threads).
- * @nr_off_node: out: chunks of a node (%MT_JOB_AFFINITY_NODE and the by-index
- *	affinities) that started on a CPU not in that node's cpumask_of_node();
- *	0 for the padata and serial engines, which do not count them.  The
- *	chunks of a by-index node without CPUs count as its nearest node's.
  */
 struct mt_job {
 	int (*thread_fn)(unsigned long start, unsigned long end, void *arg);
@@ -119,22 +111,37 @@ struct mt_job {
 	enum mt_job_affinity affinity;
 	int node;
 	int (*node_of)(unsigned long index, void *arg);
-	bool nowait;
+	gfp_t gfp;
 	const char *name;
+};
+
+/**
+ * struct mt_job_report - how mt_job_run_report() ran a job
+ * @engine: the engine that ran the job.
+ * @nr_threads: the threads that worked on the job: helpers that started,
+ *	and the caller if it ran a chunk (Rust engine); padata does not say,
+ *	so for it this is the threads it was asked for,
+ *	min(@mt_job.size / max(@mt_job.min_chunk, @mt_job.align),
+ *	@mt_job.max_threads); 0 for an empty job.
+ * @nr_off_node: chunks of a node (%MT_JOB_AFFINITY_NODE and the by-index
+ *	affinities) that started on a CPU not in that node's cpumask_of_node();
+ *	0 for the padata and serial engines, which do not count them.  The
+ *	chunks of a by-index node without CPUs count as its nearest node's.
+ */
+struct mt_job_report {
 	enum mt_job_engine engine;
 	int nr_threads;
 	unsigned long nr_off_node;
 };
 
-int __mt_job_run(struct mt_job *job, struct lock_class_key *key,
-		 const char *class_name);
+int __mt_job_run(const struct mt_job *job, struct mt_job_report *report,
+		 struct lock_class_key *key, const char *class_name);
 const char *mt_job_engine_name(enum mt_job_engine engine);
-bool mt_job_may_use_helpers(bool nowait);
+bool mt_job_may_use_helpers(gfp_t gfp);
 
 /**
  * mt_job_run() - run a multithreaded job and wait for it
- * @job: the job; see &struct mt_job.  @job->engine, @job->nr_threads and
- *	@job->nr_off_node are set on return when the job was valid.
+ * @job: the job; see &struct mt_job.  It is not changed.
  *
  * Splits [@job->start, @job->start + @job->size) into chunks and calls
  * @job->thread_fn on each, from the calling thread and from helpers on
@@ -152,13 +159,24 @@ bool mt_job_may_use_helpers(bool nowait);
  * -EINVAL with nothing run when @job->thread_fn is NULL, @job->align is not a
  * power of two, @job->max_threads < 1, @job->start + @job->size overflows,
  * @job->affinity is unknown, @job->node is not a possible node for
- * %MT_JOB_AFFINITY_NODE, or @job->node_of is NULL for a by-index affinity.
+ * %MT_JOB_AFFINITY_NODE, @job->node_of is NULL for a by-index affinity, or
+ * @job->gfp is neither %GFP_KERNEL nor %GFP_NOWAIT.
  */
-#define mt_job_run(job)							\
+#define mt_job_run(job)		mt_job_run_report(job, NULL)
+
+/**
+ * mt_job_run_report() - mt_job_run(), saying how the job ran
+ * @job: the job
+ * @report: if not NULL, set on return when the job was valid (not on
+ *	-EINVAL), also when a chunk failed; see &struct mt_job_report.
+ *
+ * Return: as mt_job_run().
+ */
+#define mt_job_run_report(job, report)					\
 ({									\
 	static struct lock_class_key __mt_job_key;			\
 									\
-	__mt_job_run(job, &__mt_job_key, __func__);			\
+	__mt_job_run(job, report, &__mt_job_key, __func__);		\
 })
 
 #endif /* _LINUX_MT_JOB_H */

@@ -10,7 +10,8 @@
 
 /**
  * mt_job_run - a job of mt_job_run() has run
- * @job: the job, its engine, nr_threads and nr_off_node set
+ * @job: the job
+ * @report: how it ran
  * @caller: the function that called mt_job_run()
  * @ret: what mt_job_run() returns
  * @duration_ns: from the checks to the return, in nanoseconds
@@ -18,12 +19,12 @@
  * Not for jobs refused with -EINVAL: those did not run.
  */
 TRACE_EVENT(mt_job_run,
-	    TP_PROTO(const struct mt_job *job, const char *caller, int ret,
-		     u64 duration_ns),
-	    TP_ARGS(job, caller, ret, duration_ns),
+	    TP_PROTO(const struct mt_job *job, const struct mt_job_report *report,
+		     const char *caller, int ret, u64 duration_ns),
+	    TP_ARGS(job, report, caller, ret, duration_ns),
 	    TP_STRUCT__entry(__string(name, job->name ?: "")
 			     __string(caller, caller)
-			     __string(engine, mt_job_engine_name(job->engine))
+			     __string(engine, mt_job_engine_name(report->engine))
 			     __field(unsigned long, start)
 			     __field(unsigned long, size)
 			     __field(int, max_threads)
@@ -38,8 +39,8 @@ TRACE_EVENT(mt_job_run,
 			   __entry->start = job->start;
 			   __entry->size = job->size;
 			   __entry->max_threads = job->max_threads;
-			   __entry->nr_threads = job->nr_threads;
-			   __entry->nr_off_node = job->nr_off_node;
+			   __entry->nr_threads = report->nr_threads;
+			   __entry->nr_off_node = report->nr_off_node;
 			   __entry->ret = ret;
 			   __entry->duration_ns = duration_ns;
 	    ),
