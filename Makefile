@@ -153,10 +153,8 @@ kconfig-modversions: config
 	@$(TREE)/scripts/config --file $(KBUILD_MODV)/.config.new \
 		-d DEBUG_INFO_NONE -d DEBUG_INFO_REDUCED -d DEBUG_INFO_SPLIT \
 		$(foreach o,$(MODV_ON),-e $(o))
-	@cmp -s $(KBUILD_MODV)/.config.new $(KBUILD_MODV)/.config.src || \
-		{ cp $(KBUILD_MODV)/.config.new $(KBUILD_MODV)/.config.src; \
-		  cp $(KBUILD_MODV)/.config.new $(KBUILD_MODV)/.config; \
-		  $(MAKE) -s -C $(TREE) O=$(KBUILD_MODV) LLVM=$(LLVM) olddefconfig; }
+	@cp $(KBUILD_MODV)/.config.new $(KBUILD_MODV)/.config
+	@$(MAKE) -s -C $(TREE) O=$(KBUILD_MODV) LLVM=$(LLVM) olddefconfig
 	@missing=; for o in $(MODV_ON); do \
 		grep -q "^CONFIG_$$o=y" $(KBUILD_MODV)/.config || missing="$$missing $$o"; \
 	done; \

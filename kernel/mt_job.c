@@ -301,8 +301,12 @@ int __mt_job_run(const struct mt_job *job, struct mt_job_report *report,
 
 	might_sleep();
 	ret = mt_job_check(job);
-	if (ret)
+	if (ret) {
+		/* Nothing ran: no engine, no thread. */
+		if (report)
+			*report = rep;
 		return ret;
+	}
 	if (trace_mt_job_run_enabled())
 		start_ns = local_clock();
 	rep.engine = mt_job_pick_engine(job->gfp);

@@ -168,9 +168,9 @@ static bool random_report(struct random_ctx *c, unsigned int n,
 	if (c->nr_reports >= RANDOM_REPORTS)
 		return false;
 	snprintf(c->report[c->nr_reports++], sizeof(c->report[0]),
-		 "job %u of thread %d (seed %llu): %s: start %#lx size %lu align %lu min_chunk %lu max_threads %d affinity %d ret %d",
+		 "job %u of thread %d (seed %llu): %s: start %#lx size %lu align %lu min_chunk %lu max_threads %d affinity %d gfp %pGg ret %d",
 		 n, c->id, c->seed, what, j->start, j->size, j->align,
-		 j->min_chunk, j->max_threads, j->affinity, ret);
+		 j->min_chunk, j->max_threads, j->affinity, &j->gfp, ret);
 	return false;
 }
 

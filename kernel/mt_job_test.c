@@ -19,6 +19,7 @@
 #include <linux/mt_job.h>
 #include <linux/nodemask.h>
 #include <linux/sched.h>
+#include <linux/sched/isolation.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/topology.h>
@@ -391,7 +392,7 @@ static void mt_job_test_positive_return(struct kunit *test)
 static void mt_job_test_einval(struct kunit *test)
 {
 	struct rec *r = rec_alloc(test, 0, 100);
-	struct mt_job_report rep = { .nr_threads = -1 };
+	struct mt_job_report rep;
 	struct mt_job bad[12];
 	unsigned int i;
 
@@ -411,12 +412,16 @@ static void mt_job_test_einval(struct kunit *test)
 	bad[9].affinity = MT_JOB_AFFINITY_BY_INDEX_STRICT;
 	bad[10].gfp = 0;
 	bad[11].gfp = GFP_ATOMIC;
-	for (i = 0; i < ARRAY_SIZE(bad); i++)
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		rep.nr_threads = -1;
+		rep.nr_off_node = 1;
 		KUNIT_EXPECT_EQ_MSG(test, mt_job_run_report(&bad[i], &rep),
 				    -EINVAL, "bad job %u", i);
+		/* Nothing ran, and the report says so. */
+		KUNIT_EXPECT_EQ_MSG(test, rep.nr_threads, 0, "bad job %u", i);
+		KUNIT_EXPECT_EQ_MSG(test, rep.nr_off_node, 0UL, "bad job %u", i);
+	}
 	KUNIT_EXPECT_EQ(test, atomic_read(&r->calls), 0);
-	/* Nothing ran, nothing to report. */
-	KUNIT_EXPECT_EQ(test, rep.nr_threads, -1);
 }
 
 static void mt_job_test_small(struct kunit *test)
@@ -499,6 +504,10 @@ static void run_bound(struct kunit *test, int (*fn)(void *),
 {
 	struct task_struct *t;
 
+	/* With no housekeeping CPU there, kthread() affines it elsewhere. */
+	if (!cpumask_intersects(cpumask_of_node(node),
+				housekeeping_cpumask(HK_TYPE_DOMAIN)))
+		kunit_skip(test, "node %d has no housekeeping CPU", node);
 	c->ret = -EINPROGRESS;
 	c->fn = fn;
 	c->node = node;
@@ -543,9 +552,8 @@ static void mt_job_test_concurrent(struct kunit *test)
  * Strict by-index affinity: the chunks of node N run on node N.  The caller
  * is a kthread bound to the first node, so it may take that node's chunks;
  * the chunks spin so that the scheduler has no reason to move a helper.
- * Where a chunk ran is chance; that the helper could run nowhere else is
- * not: a worker the strict pool created before its node's CPUs came up was
- * once left allowed on every CPU (restore_unbound_workers_cpumask()).
+ * Where a chunk ran is partly chance; that the helper could run nowhere
+ * else is not, and is checked too.
  */
 static void mt_job_test_affinity_by_index_strict(struct kunit *test)
 {

@@ -371,7 +371,7 @@ def cmd_boottest(args):
             f"{engine}: every node initialised deferred pages")
         # After boot the parameter reads back the engine jobs get now:
         # padata is closed, and setting it is refused.
-        want = ("serial" if engine == "serial" or
+        want = ("serial" if split_spec(engine)[0] == "serial" or
                 kconfig(args, "MT_JOB_RUST") != "y" else "rust")
         m = re.search(r"^mtjob engine (\S+)$", log, re.M)
         got = m.group(1) if m else None

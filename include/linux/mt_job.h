@@ -25,8 +25,8 @@
  *	takes chunks while they run only when it runs on a CPU of that node
  *	(cpumask_of_node(); with numa=fake= a CPU is one of every emulated node
  *	of its physical node), the node has no CPU (N_CPU), or the job may not
- *	wait for helpers (@mt_job.gfp without __GFP_DIRECT_RECLAIM, or run
- *	from a work item or with PF_MEMALLOC).
+ *	wait for helpers (@mt_job.gfp is %GFP_NOWAIT, or it runs from a work
+ *	item or with PF_MEMALLOC).
  * @MT_JOB_AFFINITY_BY_INDEX: @mt_job.node_of tells which node each index
  *	lives on; helpers are queued on those nodes and take their own node's
  *	chunks first, then help with the others.
@@ -57,7 +57,9 @@ enum mt_job_affinity {
 
 /**
  * enum mt_job_engine - which engine ran a job
- * @MT_JOB_ENGINE_SERIAL: the calling thread alone, in one call.
+ * @MT_JOB_ENGINE_SERIAL: the calling thread alone, in one call; also what
+ *	&mt_job_report.engine says of a job refused with -EINVAL, which ran
+ *	nowhere.
  * @MT_JOB_ENGINE_RUST: the Rust engine (kernel::mt_job).
  * @MT_JOB_ENGINE_PADATA: padata_do_multithreaded(), only while booting and
  *	only for jobs that may wait (@mt_job.gfp is %GFP_KERNEL).
@@ -94,7 +96,8 @@ enum mt_job_engine {
  *	chunk runs; %NUMA_NO_NODE, or any node that is not possible, means none.
  * @gfp: the flags the engine allocates its bookkeeping with (helpers' work
  *	items, per-node segments): %GFP_KERNEL, or %GFP_NOWAIT for callers
- *	that must not enter reclaim (the mmu_gather free path).  With
+ *	that must not enter reclaim (the mmu_gather free path); no other value
+ *	is accepted, as the engine has no use for other flags.  With
  *	%GFP_NOWAIT a failed allocation means fewer helpers or one segment,
  *	never an error, and the caller never waits for a helper that has not
  *	started: it cancels those and runs their chunks itself.
@@ -121,8 +124,9 @@ struct mt_job {
  * @nr_threads: the threads that worked on the job: helpers that started,
  *	and the caller if it ran a chunk (Rust engine); padata does not say,
  *	so for it this is the threads it was asked for,
- *	min(@mt_job.size / max(@mt_job.min_chunk, @mt_job.align),
- *	@mt_job.max_threads); 0 for an empty job.
+ *	min(max(&mt_job.size / max(&mt_job.min_chunk, &mt_job.align), 1),
+ *	&mt_job.max_threads capped by "mt_job.max_threads="); 0 for an empty
+ *	job or one refused with -EINVAL.
  * @nr_off_node: chunks of a node (%MT_JOB_AFFINITY_NODE and the by-index
  *	affinities) that started on a CPU not in that node's cpumask_of_node();
  *	0 for the padata and serial engines, which do not count them.  The
@@ -167,8 +171,9 @@ bool mt_job_may_use_helpers(gfp_t gfp);
 /**
  * mt_job_run_report() - mt_job_run(), saying how the job ran
  * @job: the job
- * @report: if not NULL, set on return when the job was valid (not on
- *	-EINVAL), also when a chunk failed; see &struct mt_job_report.
+ * @report: if not NULL, always set on return, also when a chunk failed;
+ *	for a job refused with -EINVAL: %MT_JOB_ENGINE_SERIAL, no thread and
+ *	no chunk.  See &struct mt_job_report.
  *
  * Return: as mt_job_run().
  */
