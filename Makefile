@@ -61,7 +61,7 @@ help:
 	@echo "make sync    bring edits made in $(TREE) back into the overlay"
 	@echo "make kernel  apply, configure and build (incremental)"
 	@echo "make bench-hugetlb  hugetlb boot allocation time: rust, padata, 1 thread"
-	@echo "make bench-free     munmap/exit time of 2/4/6 GiB: parallel free off, by node, interleaved"
+	@echo "make bench-free     munmap/exit time of 2/4/6 GiB: serial, parallel free (by node, interleaved), parallel zap"
 	@echo "make bench-engine   mt_job_run() vs padata_do_multithreaded(), same jobs, one boot"
 	@echo "make bench-deferred deferred init per engine on 5 guest shapes, 15 boots each"
 	@echo "make stress  sanitizers, random jobs, fault injection, hotplug, 8-node server (hours)"
@@ -196,10 +196,15 @@ bench-hugetlb: kernel-bench
 		--mem $(MEM) --cpus $(CPUS) --nodes $(NODES) --repeat $(REPEAT) \
 		--engines $(BENCH_ENGINES) --prealloc
 
+# SIZES (MiB), MODES (off, by_node, interleave, by_node_1h, zap) and THP
+# (0, 1 or 0,1) narrow it; e.g. the parallel zap against serial and the
+# parallel free on 2 vCPUs, 9 runs:
+#   make bench-free CPUS=2 REPEAT=9 MODES=off,by_node,zap THP=0,1
 bench-free: kernel-bench
 	$(PYTHON_PLOT) scripts/guest.py freebench --kbuild $(KBUILD_BENCH) \
 		--mem $(MEM) --cpus $(CPUS) --nodes $(NODES) --repeat $(REPEAT) \
-		--timeout 3600 --sizes "$(SIZES)" --modes "$(MODES)" --prealloc
+		--timeout 3600 --sizes "$(SIZES)" --modes "$(MODES)" \
+		--thp "$(THP)" --prealloc
 
 # The engines side by side (CONFIG_MT_JOB_BENCH; one boot; CSV and plots in
 # build/bench/).  Defaults: 2 nodes, 2 vCPUs in all, which the 2-core host

@@ -592,7 +592,8 @@ void __tlb_parallel_free_flush(struct mmu_gather *tlb)
 			tlb->parallel_free_helpers = tlb_parallel_free_reserve();
 		freed = tlb->parallel_free_helpers &&
 			tlb_free_parallel(tlb, pages, gathered);
-		if (!freed)
+		/* Not for gathers refused helpers for good. */
+		if (!freed && !tlb->parallel_free_refused)
 			count_vm_event(TLB_PARALLEL_FREE_FALLBACK);
 	}
 	if (!freed) {

@@ -60,11 +60,19 @@ FREEACCT_RE = re.compile(r"^FREEACCT (\S+) cgroup_us=(-?\d+) self_us=(-?\d+)$",
 FREEDEFAULT_RE = re.compile(r"^FREEDEFAULT parallel_free=(\d+) counters=(\d+)$",
                             re.M)
 FREEHOTPLUG_RE = re.compile(r"^FREEHOTPLUG cycles=(\d+)$", re.M)
+ZAPCASE_RE = re.compile(
+    r"^ZAPCASE (\S+) rc=(\d+) memfree_before=(\d+) memfree_after=(\d+) "
+    r"pz=(-?\d+) pzt=(-?\d+) pzs=(-?\d+) pzr=(-?\d+) pzb=(-?\d+) "
+    r"pzn=(-?\d+)$", re.M)
+ZAPDEFAULT_RE = re.compile(r"^ZAPDEFAULT parallel_zap=(\d+) counters=(\d+)$",
+                           re.M)
+ZAPMEMCG_RE = re.compile(r"^ZAPMEMCG (\S+) current_kb=(\d+) swap_kb=(\d+)$",
+                         re.M)
 # The OOM killer's report (dump_stack() and the task list), expected in the
 # memcg OOM case: from its first line to the "Killed process" line.
 OOM_REPORT_RE = re.compile(r"invoked oom-killer:.*?Killed process[^\n]*",
                            re.S)
-BENCH_RE = re.compile(r"^BENCH (\S+) FREE (\S+) mib=(\d+) thp=\d us=(\d+)$",
+BENCH_RE = re.compile(r"^BENCH (\S+) FREE (\S+) mib=(\d+) thp=(\d) us=(\d+)$",
                       re.M)
 GIGANTIC_RE = re.compile(r"HugeTLB: gigantic pages of node (\d+) initialised "
                          r"on node (\d+)")
@@ -674,6 +682,63 @@ FREE_FULL_ONLY = {
     "taskset-cpu0", "cgroup-cpu-weight-10", "cgroup-cpu-idle", "by-node-off",
     "memcg-tight-exit",
 }
+# exit_mmap()'s parallel zap, cases run by tests/guest/free.sh's zap_cases:
+# name -> what the vmstat deltas must show (parallel zaps pz, their threads
+# pzt, zaps of one thread pzs, refusals: the task pzr, no idle CPU or the cap
+# pzb, no memory for the plan pzn).  The threshold is 1 GiB resident; free.sh
+# sets vm.parallel_zap=1 after the first two cases.
+def _zap_refused(pz, pzt, pzs, pzr, pzb, pzn):
+    return pz == 0 and pzr >= 1
+
+
+def _zap_parallel(pz, pzt, *_):
+    return pz >= 1 and pzt >= 2 * pz
+
+
+ZAP_CASES = {
+    "zap-default-off": ("off by default: nothing counted",
+                        lambda *c: all(x == 0 for x in c)),
+    "zap-sysctl-bounds": None,
+    "zap-exit-256m": ("below the threshold: unmap_vmas(), nothing counted",
+                      lambda *c: all(x == 0 for x in c)),
+    "zap-exit-2g-thp-off": ("zapped by two threads or more", _zap_parallel),
+    "zap-exit-2g-thp-on": ("zapped by two threads or more", _zap_parallel),
+    # Anonymous (THP off and on), shared and private memfds, swap entries,
+    # mlocked, hugetlb (on the caller) and KSM pages; the data and huge
+    # pages are checked by free_test, the memcg by ZAPMEMCG.
+    "zap-mixed": ("every kind of mapping: zapped by two threads or more",
+                  _zap_parallel),
+    "zap-nice-19": ("nice 19: refused", _zap_refused),
+    "zap-rt": ("SCHED_FIFO: refused", _zap_refused),
+    "zap-cgroup-cpu-max": ("cpu.max: refused", _zap_refused),
+    "zap-busy-cpus": ("no idle CPU: unmap_vmas()",
+                      lambda pz, pzt, pzs, pzr, pzb, pzn: pz == 0
+                      and pzb >= 1),
+    "zap-acct-parallel": ("zapped by two threads or more", _zap_parallel),
+    "zap-acct-serial": ("vm.parallel_zap=0: nothing counted",
+                        lambda *c: all(x == 0 for x in c)),
+    "zap-many-3x1200m": ("three exits at once, zapped in parallel",
+                         lambda pz, *_: pz >= 1),
+    "zap-threads": ("the exit of a second thread, the main one gone first: "
+                    "zapped by two threads or more", _zap_parallel),
+    "zap-exec": ("exec() drops the old mm: refused", _zap_refused),
+    # Which of the two comes first is timing: only the workload, memory
+    # and a clean log count.
+    "zap-mrelease": None,
+    # Killed in munmap() or not: only the workload, memory and log count.
+    "zap-oom": None,
+    # 8 fork children of 96 MiB at the lowest threshold (512 pages): each
+    # zapped, in parallel unless the other CPU was busy at that moment.
+    "zap-lowest-threshold": ("the children's exits zapped in parallel",
+                             lambda pz, pzt, pzs, pzr, pzb, pzn: pz >= 1
+                             and pz + pzs + pzb >= 8),
+}
+ZAP_FULL_ONLY = {"zap-rt", "zap-cgroup-cpu-max", "zap-many-3x1200m"}
+# zap-mixed's memory cgroup once its tasks are gone: what is left charged
+# (per-CPU charge stock, slab, kernel stacks not yet freed) in kB, against
+# about 1.5 GiB if the zap lost pages.
+ZAP_MEMCG_MAX_KB = 8 * 1024
+
 # Free memory (MemFree + per-CPU lists, read by free.sh after dropping caches
 # and shrinking every slab cache) after a case may be below what it was
 # before by this much (kB): page tables and slab still held, vmstat drift.
@@ -712,24 +777,66 @@ def free_memory_checks(check, what, cases, tolerance):
               f"{last} kB, tolerance {tolerance} kB)")
 
 
-def free_acct_checks(check, log):
+def free_acct_checks(check, log, prefix=""):
     """The helpers' CPU time is charged to the caller's cgroup: in LOG's
-    FREEACCT lines, acct-parallel's cgroup usage grew by more than the
-    caller's own CPU time, acct-serial's by the same within 5 ms + 5%."""
+    FREEACCT lines PREFIX + parallel and PREFIX + serial, the parallel
+    one's cgroup usage grew by more than the caller's own CPU time, the
+    serial one's by the same within 5 ms + 5%."""
     acct = {m[0]: (int(m[1]), int(m[2])) for m in FREEACCT_RE.findall(log)}
-    if not {"parallel", "serial"} <= set(acct):
-        check(False, f"acct: FREEACCT lines for parallel and serial "
+    par, ser = prefix + "parallel", prefix + "serial"
+    if not {par, ser} <= set(acct):
+        check(False, f"{prefix}acct: FREEACCT lines for {par} and {ser} "
               f"(found {sorted(acct)})")
         return
-    (pcg, pself), (scg, sself) = acct["parallel"], acct["serial"]
+    (pcg, pself), (scg, sself) = acct[par], acct[ser]
     more_p, more_s = pcg - pself, scg - sself
     check(abs(more_s) <= 5000 + sself // 20,
-          f"acct-serial: cgroup usage_usec grew by the caller's own CPU "
-          f"time ({scg} against {sself} us)")
+          f"{prefix}acct-serial: cgroup usage_usec grew by the caller's own "
+          f"CPU time ({scg} against {sself} us)")
     check(more_p >= 5000 and more_p > 2 * abs(more_s) + 1000,
-          f"acct-parallel: cgroup usage_usec grew by the helpers' time too "
-          f"({pcg} against the caller's {pself} us: +{more_p} us, serial "
-          f"{more_s:+} us)")
+          f"{prefix}acct-parallel: cgroup usage_usec grew by the helpers' "
+          f"time too ({pcg} against the caller's {pself} us: +{more_p} us, "
+          f"serial {more_s:+} us)")
+
+
+def zap_checks(check, log, args):
+    """exit_mmap()'s parallel zap: the ZAPCASE lines of LOG against
+    ZAP_CASES, their memory, CPU accounting and zap-mixed's memcg."""
+    m = ZAPDEFAULT_RE.search(log)
+    check(m is not None and m.groups() == ("0", "0"),
+          "a fresh boot has vm.parallel_zap=0 and every parallel_zap* "
+          f"counter at 0 ({m.group(0) if m else 'no ZAPDEFAULT line'})")
+    found = ZAPCASE_RE.findall(log)
+    got = {m[0]: tuple(map(int, m[1:])) for m in found}
+    free_memory_checks(check, "", found, free_tolerance_kb(args))
+    free_acct_checks(check, log, "zap-")
+    ev = [tuple(map(int, m)) for m in ZAPTRACE_RE.findall(log)]
+    check(any(e[0] >= 262144 and e[1] >= 1 and e[2] >= 1024 and e[4] >= 2
+              and e[5] > 0 and e[7] > 0 for e in ev),
+          f"zap trace: zap_parallel:exit_mmap_zap_parallel recorded the "
+          f"2 GiB exit with threads, job and helper times ({len(ev)} "
+          f"events: {ev[:2]})")
+    m = ZAPMEMCG_RE.search(log)
+    check(m is not None and int(m.group(2)) <= ZAP_MEMCG_MAX_KB
+          and int(m.group(3)) == 0,
+          f"zap-mixed: its memory cgroup is back to at most "
+          f"{ZAP_MEMCG_MAX_KB} kB and no swap after the exit "
+          f"({m.group(0) if m else 'no ZAPMEMCG line'})")
+    for name, expect in ZAP_CASES.items():
+        if args.quick and name in ZAP_FULL_ONLY:
+            continue
+        if name not in got:
+            check(False, f"{name}: no result in the log")
+            continue
+        rc, before, after, *counts = got[name]
+        check(rc == 0, f"{name}: the workload succeeded (rc={rc})")
+        if expect is None:
+            continue
+        what, ok = expect
+        pz, pzt, pzs, pzr, pzb, pzn = counts
+        check(ok(*counts), f"{name}: {what} (parallel_zap +{pz}, threads "
+              f"+{pzt}, serial +{pzs}, refused +{pzr}, busy +{pzb}, nomem "
+              f"+{pzn})")
 
 
 def free_trace_checks(check, log):
@@ -767,6 +874,7 @@ def cmd_freetest(args):
           f"counter at 0 ({m.group(0) if m else 'no FREEDEFAULT line'})")
     main_cases = FREECASE_RE.findall(log)
     got = {m[0]: tuple(map(int, m[1:])) for m in main_cases}
+    zap_checks(check, log, args)
     free_acct_checks(check, log)
     free_trace_checks(check, log)
     free_memory_checks(check, "", main_cases,
@@ -828,17 +936,48 @@ def cmd_freetest(args):
     return check.finish("freetest")
 
 
-FREEBENCH_MODES = ("off", "by_node", "interleave", "by_node_1h")
+FREEBENCH_MODES = ("off", "by_node", "interleave", "by_node_1h", "zap")
+ZAPTRACE_RE = re.compile(
+    r"^ZAPTRACE .* exit_mmap_zap_parallel: pages=(\d+) vmas=(\d+) "
+    r"blocks=(\d+) helpers=(-?\d+) threads=(-?\d+) zap_ns=(\d+) "
+    r"caller_ns=(\d+) helper_ns=(\d+)$", re.M)
+
+
+def freebench_runs(log):
+    """The BENCH lines of LOG: {(teardown label, MiB): {mode: [us, ...]}}
+    and, for the zap mode, {(label, MiB): [(exit us, zap ns, caller ns,
+    helper ns), ...]} from each BENCH line and the ZAPTRACE line after it.
+    The label is munmap, exit, or either with " THP"."""
+    res, phases = {}, {}
+    last = None
+    for line in log.splitlines():
+        m = BENCH_RE.match(line)
+        if m:
+            mode, what, mib, thp, us = m.groups()
+            key = (what + (" THP" if thp == "1" else ""), int(mib))
+            res.setdefault(key, {}).setdefault(mode, []).append(int(us))
+            last = (key, int(us)) if mode == "zap" else None
+            continue
+        m = ZAPTRACE_RE.match(line)
+        if m and last:
+            zap_ns, caller_ns, helper_ns = map(int, m.groups()[5:8])
+            phases.setdefault(last[0], []).append(
+                (last[1], zap_ns, caller_ns, helper_ns))
+            last = None
+    return res, phases
 
 
 def cmd_freebench(args):
-    """munmap()/exit() time, parallel freeing off vs by node vs interleaved."""
+    """munmap()/exit() time: parallel freeing off, by node, interleaved, one
+    helper, and exit_mmap()'s parallel zap."""
     benchplot.pyplot()          # before the boot, not after it
     extra = f"mtjob.free=bench mtjob.free_reps={args.repeat}"
     if args.sizes:
         extra += f" mtjob.free_sizes={args.sizes}"
     if args.modes:
         extra += f" mtjob.free_modes={args.modes}"
+    if args.thp:
+        extra += f" mtjob.free_thp={args.thp}"
     if args.log:
         # Tables and plots again from a saved log: no boot.
         with open(args.log) as f:
@@ -852,60 +991,79 @@ def cmd_freebench(args):
     if not r["ok"]:
         print(f"freebench: the guest did not finish (see {path}); the runs "
               "it completed follow", file=sys.stderr)
-    res = {}
-    for mode, what, mib, us in BENCH_RE.findall(log):
-        res.setdefault((what, int(mib)), {}).setdefault(mode, []).append(
-            int(us))
+    res, phases = freebench_runs(log)
     if not res:
         die(f"no BENCH lines in {path}")
     modes = [m for m in FREEBENCH_MODES if m in
              {m for v in res.values() for m in v}]
-    print(f"Teardown time, THP off, {args.nodes} nodes, {args.cpus} vCPUs, "
+    print(f"Teardown time, {args.nodes} nodes, {args.cpus} vCPUs, "
           f"{args.mem_gib} GiB, TCG, {args.repeat} runs each, interleaved; "
-          "median (min-max) ms; off = vm.parallel_free=0, by_node = default, "
-          "interleave = vm.parallel_free_by_node=0, by_node_1h = "
-          "vm.parallel_free_max_helpers=1 (caller + 1 helper):")
-    print(f"{'teardown':14}" + "".join(f"{m:>24}" for m in modes) +
-          "".join(f"{'off/' + m:>16}" for m in modes[1:]))
+          "median (min-max) ms; off = serial (vm.parallel_free=0, "
+          "vm.parallel_zap=0), by_node = vm.parallel_free=1 (default "
+          "by node), interleave = vm.parallel_free_by_node=0, by_node_1h = "
+          "vm.parallel_free_max_helpers=1 (caller + 1 helper), zap = "
+          "vm.parallel_zap=1 with vm.parallel_free=0 (exit only):")
+    print(f"{'teardown':18}" + "".join(f"{m:>22}" for m in modes) +
+          "".join(f"{'off/' + m:>14}" for m in modes[1:]))
     for (what, mib), by_mode in sorted(res.items()):
         cells, med = [], {}
         for m in modes:
             us = by_mode.get(m, [])
             if not us:
-                cells.append(f"{'-':>24}")
+                cells.append(f"{'-':>22}")
                 continue
             med[m] = statistics.median(us)
             cells.append(f"{med[m] / 1000:>9.0f} ({min(us) / 1000:.0f}-"
-                         f"{max(us) / 1000:.0f})".rjust(24))
+                         f"{max(us) / 1000:.0f})".rjust(22))
         ratio = [f"{med['off'] / med[m]:.2f}x" if m in med and "off" in med
                  else "-" for m in modes[1:]]
-        print(f"{what + ' ' + str(mib // 1024) + ' GiB':14}" + "".join(cells)
-              + "".join(f"{x:>16}" for x in ratio))
+        print(f"{what + ' ' + str(mib // 1024) + ' GiB':18}" + "".join(cells)
+              + "".join(f"{x:>14}" for x in ratio))
+    if phases:
+        # What of a zapped exit is still serial: the exit as the parent
+        # sees it, the job (the parallel part), the VMAs kept on the
+        # caller, and the rest (page tables, VMA teardown, the exit itself).
+        print("\nParallel zap, per phase, median ms (runs with a "
+              "tracepoint event):")
+        print(f"{'teardown':18}{'exit':>10}{'zap job':>10}{'caller':>10}"
+              f"{'rest':>10}{'rest %':>8}{'helper cpu':>12}")
+        for key, rows in sorted(phases.items()):
+            ex = statistics.median(r[0] for r in rows) / 1000
+            zap = statistics.median(r[1] for r in rows) / 1e6
+            cal = statistics.median(r[2] for r in rows) / 1e6
+            hel = statistics.median(r[3] for r in rows) / 1e6
+            rest = ex - zap - cal
+            print(f"{key[0] + ' ' + str(key[1] // 1024) + ' GiB':18}"
+                  f"{ex:>10.0f}{zap:>10.0f}{cal:>10.1f}{rest:>10.0f}"
+                  f"{100 * rest / ex if ex else 0:>7.0f}%{hel:>12.0f}")
     name = f"free-{args.nodes}n{args.cpus}c"
-    csv = benchplot.write_csv(name, ("teardown", "mib", "mode", "run", "us"), [
-        (what, mib, mode, i, us) for (what, mib), by_mode in sorted(res.items())
-        for mode, runs in by_mode.items() for i, us in enumerate(runs)])
+    csv = benchplot.write_csv(
+        name, ("teardown", "mib", "mode", "run", "us"),
+        [(what, mib, mode, i, us) for (what, mib), by_mode in
+         sorted(res.items()) for mode, runs in by_mode.items()
+         for i, us in enumerate(runs)])
     plt = benchplot.pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
-    for ax, what in zip(axes, ("munmap", "exit")):
+    kinds = sorted({w for w, _ in res})
+    fig, axes = plt.subplots(1, len(kinds), figsize=(5.5 * len(kinds), 4.5),
+                             sharey=True, squeeze=False)
+    for ax, what in zip(axes[0], kinds):
         sizes = sorted(mib for w, mib in res if w == what)
-        width = 0.8 / len(modes)
-        for k, m in enumerate(modes):
-            meds, lo, hi = [], [], []
-            for mib in sizes:
-                # A mode not run: no bar (NaN), not a bar of 0 ms.
-                us = [u / 1000 for u in res[what, mib].get(m, [])] or [
-                    float("nan")]
-                meds.append(statistics.median(us))
-                lo.append(meds[-1] - min(us))
-                hi.append(max(us) - meds[-1])
-            ax.bar([j + k * width for j in range(len(sizes))], meds, width,
-                   yerr=[lo, hi], capsize=3, label=m)
-        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(sizes))])
-        ax.set_xticklabels([f"{mib // 1024} GiB" for mib in sizes])
-        ax.set_title(f"{what}(), {args.nodes} nodes, {args.cpus} vCPUs")
+        for m in modes:
+            pts = [(mib / 1024, [u / 1000 for u in res[what, mib][m]])
+                   for mib in sizes if m in res[what, mib]]
+            if not pts:
+                continue
+            xs = [x for x, _ in pts]
+            meds = [statistics.median(us) for _, us in pts]
+            ax.errorbar(xs, meds, yerr=[[md - min(us) for md, (_, us) in
+                                         zip(meds, pts)],
+                                        [max(us) - md for md, (_, us) in
+                                         zip(meds, pts)]],
+                        marker="o", capsize=3, label=m)
+        ax.set_xlabel("GiB")
+        ax.set_title(f"{what}, {args.nodes} nodes, {args.cpus} vCPUs")
         ax.legend(fontsize=8)
-    axes[0].set_ylabel("teardown, ms (median, min-max)")
+    axes[0][0].set_ylabel("teardown, ms (median, min-max)")
     png = benchplot.save(fig, name)
     print(f"\nCSV {csv}; plot {png}; log {path}")
     return 0
@@ -936,7 +1094,10 @@ def main():
     ap.add_argument("--sizes", default="", help="freebench: teardown sizes "
                     "in MiB, comma-separated (default 2048,4096,6144)")
     ap.add_argument("--modes", default="", help="freebench: off, by_node, "
-                    "interleave, by_node_1h, comma-separated (default all)")
+                    "interleave, by_node_1h, zap, comma-separated (default "
+                    "all but zap)")
+    ap.add_argument("--thp", default="", help="freebench: 0 (THP off), 1 "
+                    "(on) or 0,1 (default 0)")
     ap.add_argument("--log", default="", help="freebench: tables and plots "
                     "from this saved log instead of a boot")
     ap.add_argument("--quick", action="store_true",

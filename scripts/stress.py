@@ -171,6 +171,14 @@ def free_cases(check, what, g, log, expect_counted=False):
               f"{pf} parallel flushes with {pft} threads")
         if expect_counted:
             check(pf >= 1, f"{what}: {name}: the parallel path ran ({pf})")
+    # exit_mmap()'s parallel zap (free.sh's zap_cases, with the free tests).
+    zaps = guest.ZAPCASE_RE.findall(log)
+    guest.free_memory_checks(check, f"{what}: ", zaps,
+                             guest.free_tolerance_kb(g))
+    for name, rc, before, after, pz, pzt, *_ in zaps:
+        rc, pz, pzt = int(rc), int(pz), int(pzt)
+        check(rc == 0 and pzt >= 2 * pz, f"{what}: {name}: rc={rc}, "
+              f"{pz} parallel zaps with {pzt} threads")
 
 
 def part_random(args, check):

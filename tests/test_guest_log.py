@@ -78,5 +78,57 @@ class FreeCases(unittest.TestCase):
         self.assertFalse(self.run_case & self.full)
 
 
+
+class ZapCases(unittest.TestCase):
+    """free.sh's zap_cases and guest.py's ZAP_CASES name the same cases and
+    agree on which of them freetest --quick leaves out."""
+
+    def setUp(self):
+        import re
+        with open(os.path.join(os.path.dirname(__file__), "guest",
+                               "free.sh")) as f:
+            text = f.read()
+        body = text[text.index("zap_cases() {"):]
+        body = body[:body.index("\n}\n")]
+        self.run = set(re.findall(r"^\trun_zap (\S+)", body, re.M))
+        self.full = set(re.findall(r"^\tfull_case_zap (\S+)", body, re.M))
+
+    def test_full_only_cases_agree(self):
+        self.assertEqual(self.full, guest.ZAP_FULL_ONLY)
+
+    def test_every_case_has_an_expectation(self):
+        self.assertEqual(self.run | self.full, set(guest.ZAP_CASES))
+        self.assertFalse(self.run & self.full)
+
+    def test_checks_fail_on_a_serial_zap(self):
+        """A 2 GiB exit that ran on one thread fails its case."""
+        line = ("ZAPCASE zap-exit-2g-thp-off rc=0 memfree_before=100 "
+                "memfree_after=100 pz=0 pzt=0 pzs=1 pzr=0 pzb=0 pzn=0")
+        m = guest.ZAPCASE_RE.search(line)
+        counts = tuple(map(int, m.groups()[4:]))
+        _, ok = guest.ZAP_CASES["zap-exit-2g-thp-off"]
+        self.assertFalse(ok(*counts))
+        self.assertTrue(ok(1, 2, 0, 0, 0, 0))
+
+
+class FreeBench(unittest.TestCase):
+    """freebench keys runs by teardown, THP and size, and pairs each zap
+    run with the tracepoint event after it."""
+
+    LOG = """BENCH off FREE exit mib=4096 thp=0 us=2000000
+BENCH zap FREE exit mib=4096 thp=1 us=1000000
+ZAPTRACE free_test-90 [001] ..... 12.3: exit_mmap_zap_parallel: pages=1048576 vmas=3 blocks=2048 helpers=1 threads=2 zap_ns=800000000 caller_ns=1000 helper_ns=700000000
+BENCH zap FREE exit mib=4096 thp=0 us=1100000
+"""
+
+    def test_runs_and_phases(self):
+        res, phases = guest.freebench_runs(self.LOG)
+        self.assertEqual(res[("exit", 4096)], {"off": [2000000],
+                                               "zap": [1100000]})
+        self.assertEqual(res[("exit THP", 4096)], {"zap": [1000000]})
+        self.assertEqual(phases, {("exit THP", 4096): [
+            (1000000, 800000000, 1000, 700000000)]})
+
+
 if __name__ == "__main__":
     unittest.main()

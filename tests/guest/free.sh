@@ -9,6 +9,13 @@
 #            pnb=<rounds without helpers: no idle CPU or the cap reached>
 # (the /proc/vmstat tlb_parallel_free* deltas over the case), and first
 #   FREEDEFAULT parallel_free=<sysctl at boot> counters=<sum at boot>
+# exit_mmap()'s parallel zap has cases of its own, whose line is
+#   ZAPCASE <name> rc=<exit code> memfree_before=<kB> memfree_after=<kB>
+#           pz=<parallel zaps> pzt=<their threads> pzs=<zaps of one thread>
+#           pzr=<refused: the task> pzb=<refused: no idle CPU or the cap>
+#           pzn=<refused: no memory for the plan>
+# (the /proc/vmstat parallel_zap* deltas), after
+#   ZAPDEFAULT parallel_zap=<sysctl at boot> counters=<sum at boot>
 # mtjob.free=quick leaves out the cases run with full_case (below).
 # The benchmark prints BENCH lines; mtjob.free=hotplug runs teardowns while
 # CPUs go offline and online and prints FREECASE hotplug ... cycles=<N>.
@@ -49,6 +56,28 @@ counters() {
 		tlb_parallel_free_nogrow_memory tlb_parallel_free_nogrow_busy; do
 		printf '%s ' "$(vmstat $k)"
 	done
+}
+
+zap_counters() {
+	for k in parallel_zap parallel_zap_threads parallel_zap_serial \
+		parallel_zap_refused parallel_zap_busy parallel_zap_nomem; do
+		printf '%s ' "$(vmstat $k)"
+	done
+}
+
+run_zap() {
+	name=$1
+	shift
+	mf0=$(memfree)
+	c0=$(zap_counters)
+	"$@"
+	rc=$?
+	c1=$(zap_counters)
+	mf1=$(memfree)
+	set -- $c0 $c1
+	echo "ZAPCASE $name rc=$rc memfree_before=$mf0 memfree_after=$mf1" \
+		"pz=$(($7 - $1)) pzt=$(($8 - $2)) pzs=$(($9 - $3))" \
+		"pzr=$((${10} - $4)) pzb=$((${11} - $5)) pzn=$((${12} - $6))"
 }
 
 run_case() {
@@ -127,7 +156,7 @@ on_busy_cpus() {
 		sh -c 'while :; do :; done' & pids="$pids $!"
 	done
 	sleep 1
-	free_test munmap 256 0
+	if [ $# -gt 0 ]; then "$@"; else free_test munmap 256 0; fi
 	rc=$?
 	kill $pids
 	wait 2>/dev/null
@@ -147,6 +176,21 @@ traced() {
 	echo 0 > $tr/events/mmu_gather/tlb_parallel_free/enable
 	echo 0 > $tr/events/mt_job/mt_job_run/enable
 	grep -v '^#' $tr/trace | sed 's/^/FREETRACE /'
+	return $rc
+}
+
+# zap_traced COMMAND...: COMMAND with the tracepoint
+# zap_parallel:exit_mmap_zap_parallel on; what it recorded is printed as
+# ZAPTRACE lines.
+zap_traced() {
+	tr=/sys/kernel/tracing
+	mount -t tracefs nodev $tr 2>/dev/null
+	echo > $tr/trace
+	echo 1 > $tr/events/zap_parallel/exit_mmap_zap_parallel/enable || return 1
+	"$@"
+	rc=$?
+	echo 0 > $tr/events/zap_parallel/exit_mmap_zap_parallel/enable
+	grep -v '^#' $tr/trace | sed 's/^/ZAPTRACE /'
 	return $rc
 }
 
@@ -185,39 +229,136 @@ sysctl_bounds() {
 	done
 }
 
+# The parallel zap's sysctls: out-of-range values refused, every value read
+# can be written back.
+zap_sysctl_bounds() {
+	for k in parallel_zap parallel_zap_threshold parallel_zap_max_helpers; do
+		cat $VM/$k > $VM/$k || { echo "free.sh: vm.$k: write-back failed"; return 1; }
+	done
+	# The lowest threshold is one PMD's pages: 512 of 4 KiB.
+	for kv in parallel_zap:2 parallel_zap:-1 parallel_zap_threshold:0 \
+		parallel_zap_threshold:511 parallel_zap_max_helpers:0; do
+		k=${kv%%:*}
+		v=${kv#*:}
+		old=$(cat $VM/$k)
+		if echo "$v" 2>/dev/null > $VM/$k; then
+			echo "free.sh: vm.$k accepted $v"
+			return 1
+		fi
+		[ "$(cat $VM/$k)" = "$old" ] || return 1
+	done
+}
+
+# zapmix in a memory cgroup of its own, with two huge pages reserved for its
+# hugetlb mapping: afterwards the cgroup, now empty, prints
+#   ZAPMEMCG <name> current_kb=<memory.current> swap_kb=<memory.swap.current>
+zap_mix() {
+	echo 2 > $VM/nr_hugepages
+	in_cgroup zapmix memory.max max free_test zapmix "$1"
+	rc=$?
+	echo 0 > $VM/nr_hugepages
+	cg=/sys/fs/cgroup/zapmix
+	echo "ZAPMEMCG zap-mixed current_kb=$(($(cat $cg/memory.current) / 1024))" \
+		"swap_kb=$(($(cat $cg/memory.swap.current) / 1024))"
+	return $rc
+}
+
+# The exit_mmap() cases (ZAPCASE lines), with vm.parallel_free on as the
+# cases before left it, vm.parallel_zap off at first.
+zap_cases() {
+	echo "ZAPDEFAULT parallel_zap=$(cat $VM/parallel_zap)" \
+		"counters=$(zap_counters | awk '{ print $1 + $2 + $3 + $4 + $5 + $6 }')"
+	run_zap zap-default-off free_test exit 2048 0
+	run_zap zap-sysctl-bounds zap_sysctl_bounds
+	echo 1 > $VM/parallel_zap
+	grep -H . $VM/parallel_zap*
+	# Below the threshold (1 GiB resident): unmap_vmas(), nothing counted.
+	run_zap zap-exit-256m free_test exit 256 0
+	run_zap zap-exit-2g-thp-off free_test exit 2048 0
+	run_zap zap-exit-2g-thp-on free_test exit 2048 1
+	run_zap zap-mixed zap_mix 1536
+	run_zap zap-nice-19 free_test nice19 exit 2048 0
+	full_case_zap zap-rt free_test rt exit 2048 0
+	full_case_zap zap-cgroup-cpu-max in_cgroup limited cpu.max \
+		"50000 100000" free_test exit 2048 0
+	run_zap zap-busy-cpus on_busy_cpus free_test exit 2048 0
+	# The helpers' CPU time in the cgroup's usage_usec (FREEACCT lines);
+	# the parallel one with the tracepoint on.
+	run_zap zap-acct-parallel zap_traced in_cgroup acct cpu.weight 100 \
+		free_test acct-exit zap-parallel 2048
+	run_zap zap-acct-serial with_sysctl parallel_zap 0 \
+		with_sysctl parallel_free 0 in_cgroup acct cpu.weight 100 \
+		free_test acct-exit zap-serial 2048
+	full_case_zap zap-many-3x1200m free_test many 3 1200
+	# The last thread to leave is not the leader.
+	run_zap zap-threads free_test threads 2048
+	# exec() drops the old mm: not the exiting task's own, refused.
+	run_zap zap-exec free_test execbig 2048
+	# process_mrelease() reaps the mm while its exit may be zapping it.
+	run_zap zap-mrelease free_test mrelease 2048
+	# The OOM victim itself stays serial; its child (oom_score_adj -1000)
+	# exits with 900 MiB resident after it.
+	run_zap zap-oom with_sysctl parallel_zap_threshold 512 oom_mid_teardown
+	# Every fork child of 96 MiB zapped in parallel: 8 of them.
+	run_zap zap-lowest-threshold with_sysctl parallel_zap_threshold 512 \
+		free_test loop 60 96
+	echo 0 > $VM/parallel_zap
+}
+full_case_zap() {
+	[ "$(arg mtjob.free)" = test ] || return 0
+	run_zap "$@"
+}
+
 swap_on_zram() {
 	[ -e /sys/block/zram0 ] || return 0
 	echo 2G > /sys/block/zram0/disksize && mkswap /dev/zram0 >/dev/null &&
 		swapon /dev/zram0
 }
 
-# mtjob.free_sizes=MiB,MiB... and mtjob.free_modes=mode,mode... narrow the
-# benchmark (scripts/guest.py freebench --sizes, --modes).
+# mtjob.free_sizes=MiB,MiB..., mtjob.free_modes=mode,mode... and
+# mtjob.free_thp=0,1 narrow the benchmark (scripts/guest.py freebench
+# --sizes, --modes, --thp).  Mode zap is exit_mmap()'s parallel zap with
+# the parallel free off; it has no munmap() rows.  Each parallel zap's
+# tracepoint (zap_parallel:exit_mmap_zap_parallel) follows its BENCH line as
+# a ZAPTRACE line.
 bench() {
 	reps=$(arg mtjob.free_reps)
 	sizes=$(arg mtjob.free_sizes | tr , ' ')
 	modes=$(arg mtjob.free_modes | tr , ' ')
+	thps=$(arg mtjob.free_thp | tr , ' ')
+	tr=/sys/kernel/tracing
+	mount -t tracefs nodev $tr 2>/dev/null
 	for i in $(seq "${reps:-3}"); do
 		for mib in ${sizes:-2048 4096 6144}; do
+			for thp in ${thps:-0}; do
 			for what in munmap exit; do
 				for mode in ${modes:-off by_node interleave by_node_1h}; do
-					h=4
+					h=4 z=0
 					case $mode in
 					off) p=0 n=1 ;;
 					by_node) p=1 n=1 ;;
 					interleave) p=1 n=0 ;;
 					by_node_1h) p=1 n=1 h=1 ;;
+					zap) p=0 n=1 z=1
+						[ $what = munmap ] && continue ;;
 					esac
 					echo $p > $VM/parallel_free
 					echo $n > $VM/parallel_free_by_node
 					echo $h > $VM/parallel_free_max_helpers
-					out=$(free_test $what $mib 0) || echo "BENCH-FAILED $mode $what $mib"
+					echo $z > $VM/parallel_zap
+					echo > $tr/trace
+					echo $z > $tr/events/zap_parallel/exit_mmap_zap_parallel/enable
+					out=$(free_test $what $mib $thp) || echo "BENCH-FAILED $mode $what $mib"
 					echo "BENCH $mode $out"
+					echo 0 > $tr/events/zap_parallel/exit_mmap_zap_parallel/enable
+					grep -v '^#' $tr/trace | sed 's/^/ZAPTRACE /'
 				done
+			done
 			done
 		done
 	done
 	echo 0 > $VM/parallel_free
+	echo 0 > $VM/parallel_zap
 	echo 1 > $VM/parallel_free_by_node
 	echo 4 > $VM/parallel_free_max_helpers
 }
@@ -394,6 +535,7 @@ test|quick)
 	# 60 rounds of 96 MiB (24576 pages): two flushes at the lowest threshold
 	# each, plus a fork and exit every eighth round.
 	run_case lowest-threshold with_sysctl parallel_free_threshold $LOWEST free_test loop 60 96
+	zap_cases
 	;;
 isolcpus)
 	# Booted with isolcpus=domain,1 on two vCPUs: the only other CPU is
@@ -408,6 +550,9 @@ oom)
 faults)
 	echo 1 > $VM/parallel_free
 	echo $LOWEST > $VM/parallel_free_threshold
+	# And every exit zapped in parallel (the helpers' gathers fail too).
+	echo 1 > $VM/parallel_zap
+	echo 512 > $VM/parallel_zap_threshold
 	faults_setup || exit 1
 	run_case faults-munmap inject free_test munmap 2048 0
 	run_case faults-exit inject free_test exit 2048 0
@@ -418,8 +563,10 @@ faults)
 hotplug|hotplug-serial)
 	# hotplug-serial: the same teardowns and hotplug with the parallel free
 	# off, the control for whatever the hotplug run's log shows.
-	[ "$(arg mtjob.free)" = hotplug ] && echo 1 > $VM/parallel_free
+	[ "$(arg mtjob.free)" = hotplug ] && echo 1 > $VM/parallel_free &&
+		echo 1 > $VM/parallel_zap
 	echo $LOWEST > $VM/parallel_free_threshold
+	echo 512 > $VM/parallel_zap_threshold
 	sched_trace_setup || exit 1
 	run_case hotplug hotplug
 	sched_trace_report

@@ -27,6 +27,35 @@
  *                                       the growth of its cgroup's cpu.stat
  *                                       usage_usec and of its own CPU time:
  *                                       FREEACCT LABEL cgroup_us=N self_us=N
+ *   free_test acct-exit LABEL MIB       a child maps and touches MIB, then
+ *                                       exits; print the growth of the
+ *                                       cgroup's usage_usec over its exit
+ *                                       and the CPU time the parent and the
+ *                                       child spent in it (FREEACCT line)
+ *   free_test zapmix MIB                a child maps MIB in kinds that exit
+ *                                       unmaps differently: anonymous (THP
+ *                                       off and on), a shared memfd it
+ *                                       writes, a private memfd mapping it
+ *                                       partly rewrites (COW), pages swapped
+ *                                       out, an mlocked range, a hugetlb
+ *                                       mapping, KSM-merged pages if the
+ *                                       kernel has KSM, 8192 one-page VMAs
+ *                                       (mprotect() splits) in 16 PMD
+ *                                       blocks; after its exit the parent
+ *                                       checks both memfds' data and that
+ *                                       the huge pages are free again
+ *   free_test mrelease MIB              a child maps and touches MIB; the
+ *                                       parent kills it and reaps its mm
+ *                                       with process_mrelease() while it
+ *                                       exits
+ *   free_test execbig MIB               a child maps and touches MIB, then
+ *                                       execs sh: the old mm is dropped by
+ *                                       exec, not by an exit
+ *   free_test threads MIB               a child's second thread maps and
+ *                                       touches MIB; the main thread
+ *                                       leaves first (pthread_exit()), so
+ *                                       the second thread's exit drops
+ *                                       the mm
  *   free_test oom MIB                   map and touch MIB; a child (with
  *                                       oom_score_adj -1000) touches MIB / 4,
  *                                       then MIB / 2 more while the parent
@@ -45,6 +74,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -52,12 +82,19 @@
 #include <string.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define MPOL_BIND_MODE	2
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open	434
+#endif
+#ifndef SYS_process_mrelease
+#define SYS_process_mrelease	448
+#endif
 #define PAGE		4096UL
 
 static void die(const char *what)
@@ -164,6 +201,330 @@ static void do_acct(const char *label, size_t bytes)
 	printf("FREEACCT %s cgroup_us=%ld self_us=%ld\n", label, cg1 - cg0,
 	       self1 - self0);
 	fflush(stdout);
+}
+
+/* Reads the whole of @fd into @buf, or dies. */
+static void read_all(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, (char *)buf + got, len - got);
+
+		if (n <= 0)
+			die("read");
+		got += n;
+	}
+}
+
+static long rusage_us(const struct rusage *ru)
+{
+	return (ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000L +
+	       ru->ru_utime.tv_usec + ru->ru_stime.tv_usec;
+}
+
+/*
+ * The growth of the cgroup's usage_usec over a child's exit, against the CPU
+ * time spent meanwhile by the parent and by the child (from its own clock
+ * before the exit and wait4()'s rusage after it).
+ */
+static void do_acct_exit(const char *label, size_t bytes)
+{
+	int ready[2], go[2], status;
+	long cg0, self0, cg1, self1, child0;
+	struct rusage ru;
+	pid_t pid;
+	char c;
+
+	if (pipe(ready) || pipe(go))
+		die("pipe");
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		long t;
+
+		map_touch(bytes, 0);
+		t = cputime_us();
+		if (write(ready[1], &t, sizeof(t)) != sizeof(t) ||
+		    read(go[0], &c, 1) != 1)
+			_exit(1);
+		_exit(0);
+	}
+	read_all(ready[0], &child0, sizeof(child0));
+	cg0 = cgroup_usage_us();
+	self0 = cputime_us();
+	if (write(go[1], "x", 1) != 1)
+		die("write");
+	if (wait4(pid, &status, 0, &ru) != pid)
+		die("wait4");
+	self1 = cputime_us();
+	cg1 = cgroup_usage_us();
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		exit(1);
+	printf("FREEACCT %s cgroup_us=%ld self_us=%ld\n", label, cg1 - cg0,
+	       self1 - self0 + rusage_us(&ru) - child0);
+	fflush(stdout);
+}
+
+/* A memfd of @bytes whose every 8-byte word at a page start is @salt ^ off. */
+static int memfd_filled(const char *name, size_t bytes, uint64_t salt)
+{
+	int fd = memfd_create(name, 0);
+	char *p;
+
+	if (fd < 0)
+		die("memfd_create");
+	if (ftruncate(fd, bytes))
+		die("ftruncate");
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		die("mmap");
+	for (size_t off = 0; off < bytes; off += PAGE)
+		*(uint64_t *)(p + off) = salt ^ off;
+	if (munmap(p, bytes))
+		die("munmap");
+	return fd;
+}
+
+/* Dies unless the page starts of @fd hold @salt ^ offset. */
+static void memfd_check(const char *what, int fd, size_t bytes, uint64_t salt)
+{
+	char *p = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
+
+	if (p == MAP_FAILED)
+		die("mmap");
+	for (size_t off = 0; off < bytes; off += PAGE) {
+		if (*(uint64_t *)(p + off) != (salt ^ off)) {
+			fprintf(stderr, "free_test: zapmix: %s page at %zu "
+				"is wrong after the child's exit\n", what, off);
+			exit(1);
+		}
+	}
+	munmap(p, bytes);
+}
+
+static long meminfo_kb(const char *key)
+{
+	char line[256];
+	size_t n = strlen(key);
+	long v = -1;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	if (!f)
+		die("/proc/meminfo");
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, n) && line[n] == ':')
+			v = atol(line + n + 1);
+	fclose(f);
+	return v;
+}
+
+#define ZAP_SHARED_SALT		0x5a5a5a5a00000000ULL
+#define ZAP_PRIVATE_SALT	0x3c3c3c3c00000000ULL
+#define ZAP_REWRITE_SALT	0x1111111100000000ULL
+#define ZAP_KSM_BYTES		(16UL << 20)
+#define ZAP_MLOCK_BYTES		(16UL << 20)
+/* 8192 VMAs of one page: every other page of 32 MiB made read-only. */
+#define ZAP_SPLIT_BYTES		(32UL << 20)
+
+/* The child of do_zapmix(): maps everything, then exits. */
+static void zapmix_child(size_t bytes, int shfd, int pvfd, size_t part,
+			 long huge)
+{
+	char *sh, *pv, *sw, *ml, *ks;
+
+	/* Anonymous: half of it without THP, a quarter with. */
+	map_touch(bytes / 2, 0);
+	map_touch(bytes / 4, 1);
+	/* The shared memfd, rewritten: dirty page cache. */
+	sh = mmap(NULL, part, PROT_READ | PROT_WRITE, MAP_SHARED, shfd, 0);
+	/* The private one, every other page rewritten: COW copies. */
+	pv = mmap(NULL, part, PROT_READ | PROT_WRITE, MAP_PRIVATE, pvfd, 0);
+	if (sh == MAP_FAILED || pv == MAP_FAILED)
+		die("mmap");
+	for (size_t off = 0; off < part; off += PAGE) {
+		*(uint64_t *)(sh + off) = ZAP_REWRITE_SALT ^ off;
+		if (off & PAGE)
+			*(uint64_t *)(pv + off) = off;
+		else if (*(volatile uint64_t *)(pv + off) !=
+			 (ZAP_PRIVATE_SALT ^ off))
+			die("private memfd");
+	}
+	/* Half swapped out, if there is swap: swap entries to zap. */
+	sw = map_touch(part, 0);
+	madvise(sw, part / 2, MADV_PAGEOUT);
+	ml = map_touch(ZAP_MLOCK_BYTES, 0);
+	if (mlock(ml, ZAP_MLOCK_BYTES))
+		die("mlock");
+	if (huge) {
+		char *h = mmap(NULL, huge, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB,
+			       -1, 0);
+
+		if (h == MAP_FAILED)
+			die("mmap(MAP_HUGETLB)");
+		memset(h, 1, huge);
+	}
+	/*
+	 * Every other page read-only: 4096 one-page VMAs between 4096 others,
+	 * 512 to a PMD block, so that each block holds many VMAs.
+	 */
+	ks = map_touch(ZAP_SPLIT_BYTES, 0);
+	for (size_t off = 0; off < 8192 * PAGE && off < ZAP_SPLIT_BYTES;
+	     off += 2 * PAGE)
+		if (mprotect(ks + off, PAGE, PROT_READ))
+			die("mprotect");
+	/* Identical pages for KSM to merge (EINVAL without CONFIG_KSM). */
+	ks = mmap(NULL, ZAP_KSM_BYTES, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (ks == MAP_FAILED)
+		die("mmap");
+	memset(ks, 7, ZAP_KSM_BYTES);
+	if (!madvise(ks, ZAP_KSM_BYTES, MADV_MERGEABLE)) {
+		FILE *f = fopen("/sys/kernel/mm/ksm/run", "w");
+
+		if (f) {
+			fputs("1\n", f);
+			fclose(f);
+			/* A few scans of ksmd, not waited for exactly. */
+			usleep(500000);
+		}
+	}
+}
+
+/*
+ * Huge pages: free.sh reserves some (vm.nr_hugepages) for the child's
+ * hugetlb mapping, all free again after its exit.
+ */
+static void do_zapmix(size_t bytes)
+{
+	size_t part = bytes / 8;
+	long huge_kb = meminfo_kb("Hugepagesize");
+	long huge = meminfo_kb("HugePages_Free") > 0 ? huge_kb * 1024 : 0;
+	int shfd = memfd_filled("zap_shared", part, ZAP_SHARED_SALT);
+	int pvfd = memfd_filled("zap_private", part, ZAP_PRIVATE_SALT);
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		zapmix_child(bytes, shfd, pvfd, part, huge);
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		die("child");
+	/* The child's writes to the shared memfd stay, not to the private. */
+	memfd_check("shared memfd", shfd, part, ZAP_REWRITE_SALT);
+	memfd_check("private memfd", pvfd, part, ZAP_PRIVATE_SALT);
+	if (meminfo_kb("HugePages_Free") != meminfo_kb("HugePages_Total")) {
+		fprintf(stderr, "free_test: zapmix: huge pages not all free "
+			"after the child's exit\n");
+		exit(1);
+	}
+	printf("FREE zapmix mib=%zu thp=2 us=0 hugetlb_kb=%ld\n",
+	       bytes >> 20, huge / 1024);
+	close(shfd);
+	close(pvfd);
+}
+
+/* A child killed and reaped by process_mrelease() while its exit zaps. */
+static void do_mrelease(size_t bytes)
+{
+	int ready[2], status, pidfd;
+	pid_t pid;
+	char c;
+
+	if (pipe(ready))
+		die("pipe");
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		map_touch(bytes, 0);
+		if (write(ready[1], "x", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	if (read(ready[0], &c, 1) != 1)
+		die("read");
+	pidfd = syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0)
+		die("pidfd_open");
+	if (kill(pid, SIGKILL))
+		die("kill");
+	/* EINVAL or ESRCH once the exit is past the point of reaping. */
+	if (syscall(SYS_process_mrelease, pidfd, 0) && errno != EINVAL &&
+	    errno != ESRCH)
+		die("process_mrelease");
+	if (waitpid(pid, &status, 0) != pid || !WIFSIGNALED(status) ||
+	    WTERMSIG(status) != SIGKILL)
+		die("child");
+	close(pidfd);
+	report("mrelease", bytes, 0, 0);
+}
+
+static void do_execbig(size_t bytes)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		map_touch(bytes, 0);
+		execl("/bin/sh", "sh", "-c", "exit 0", (char *)NULL);
+		_exit(1);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		die("child");
+	report("execbig", bytes, 0, 0);
+}
+
+static size_t thread_bytes;
+static int thread_ready[2];
+
+static void *toucher(void *arg)
+{
+	map_touch(thread_bytes, 0);
+	if (write(thread_ready[1], "x", 1) != 1)
+		_exit(1);
+	/* Let the main thread leave first; exit() then drops the mm here. */
+	usleep(200000);
+	exit(0);
+	return arg;
+}
+
+static void do_threads(size_t bytes)
+{
+	int status;
+	pid_t pid;
+	char c;
+
+	thread_bytes = bytes;
+	if (pipe(thread_ready))
+		die("pipe");
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, toucher, NULL))
+			_exit(1);
+		if (read(thread_ready[0], &c, 1) != 1)
+			_exit(1);
+		pthread_exit(NULL);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		die("child");
+	report("threads", bytes, 0, 0);
 }
 
 static void do_shared(size_t bytes)
@@ -453,6 +814,16 @@ int main(int argc, char **argv)
 		do_hog(mib(argv[2]), atol(argv[3]));
 	else if (argc == 4 && !strcmp(argv[1], "acct"))
 		do_acct(argv[2], mib(argv[3]));
+	else if (argc == 4 && !strcmp(argv[1], "acct-exit"))
+		do_acct_exit(argv[2], mib(argv[3]));
+	else if (argc == 3 && !strcmp(argv[1], "zapmix"))
+		do_zapmix(mib(argv[2]));
+	else if (argc == 3 && !strcmp(argv[1], "mrelease"))
+		do_mrelease(mib(argv[2]));
+	else if (argc == 3 && !strcmp(argv[1], "execbig"))
+		do_execbig(mib(argv[2]));
+	else if (argc == 3 && !strcmp(argv[1], "threads"))
+		do_threads(mib(argv[2]));
 	else if (argc == 3 && !strcmp(argv[1], "oom"))
 		do_oom(mib(argv[2]));
 	else {
