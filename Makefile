@@ -196,15 +196,15 @@ bench-hugetlb: kernel-bench
 		--mem $(MEM) --cpus $(CPUS) --nodes $(NODES) --repeat $(REPEAT) \
 		--engines $(BENCH_ENGINES) --prealloc
 
-# SIZES (MiB), MODES (off, by_node, interleave, by_node_1h, zap) and THP
-# (0, 1 or 0,1) narrow it; e.g. the parallel zap against serial and the
-# parallel free on 2 vCPUs, 9 runs:
-#   make bench-free CPUS=2 REPEAT=9 MODES=off,by_node,zap THP=0,1
+# SIZES (MiB), MODES (off, by_node, interleave, by_node_1h, zap), THP (0, 1
+# or 0,1) and WHAT (munmap, exit) narrow it; e.g. exits with the parallel
+# zap against serial and the parallel free on 2 vCPUs, 9 runs:
+#   make bench-free CPUS=2 REPEAT=9 MODES=off,by_node,zap THP=0,1 WHAT=exit
 bench-free: kernel-bench
 	$(PYTHON_PLOT) scripts/guest.py freebench --kbuild $(KBUILD_BENCH) \
 		--mem $(MEM) --cpus $(CPUS) --nodes $(NODES) --repeat $(REPEAT) \
 		--timeout 3600 --sizes "$(SIZES)" --modes "$(MODES)" \
-		--thp "$(THP)" --prealloc
+		--thp "$(THP)" --what "$(WHAT)" --prealloc
 
 # The engines side by side (CONFIG_MT_JOB_BENCH; one boot; CSV and plots in
 # build/bench/).  Defaults: 2 nodes, 2 vCPUs in all, which the 2-core host

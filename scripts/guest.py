@@ -685,8 +685,9 @@ FREE_FULL_ONLY = {
 # exit_mmap()'s parallel zap, cases run by tests/guest/free.sh's zap_cases:
 # name -> what the vmstat deltas must show (parallel zaps pz, their threads
 # pzt, zaps of one thread pzs, refusals: the task pzr, no idle CPU or the cap
-# pzb, no memory for the plan pzn).  The threshold is 1 GiB resident; free.sh
-# sets vm.parallel_zap=1 after the first two cases.
+# pzb, no memory for the plan pzn).  free.sh sets vm.parallel_zap=1 after
+# the first two cases; the threshold is 1 GiB resident for the next two,
+# then 256 MiB.
 def _zap_refused(pz, pzt, pzs, pzr, pzb, pzn):
     return pz == 0 and pzr >= 1
 
@@ -695,17 +696,24 @@ def _zap_parallel(pz, pzt, *_):
     return pz >= 1 and pzt >= 2 * pz
 
 
+def _zap_none(*c):
+    return all(x == 0 for x in c)
+
+
 ZAP_CASES = {
-    "zap-default-off": ("off by default: nothing counted",
-                        lambda *c: all(x == 0 for x in c)),
+    "zap-default-off": ("off by default: nothing counted", _zap_none),
     "zap-sysctl-bounds": None,
-    "zap-exit-256m": ("below the threshold: unmap_vmas(), nothing counted",
-                      lambda *c: all(x == 0 for x in c)),
+    "zap-exit-512m-default": ("below the default threshold (1 GiB): "
+                              "unmap_vmas(), nothing counted", _zap_none),
     "zap-exit-2g-thp-off": ("zapped by two threads or more", _zap_parallel),
-    "zap-exit-2g-thp-on": ("zapped by two threads or more", _zap_parallel),
+    "zap-exit-128m": ("below the threshold: unmap_vmas(), nothing counted",
+                      _zap_none),
+    "zap-exit-512m-thp-on": ("zapped by two threads or more",
+                             _zap_parallel),
     # Anonymous (THP off and on), shared and private memfds, swap entries,
-    # mlocked, hugetlb (on the caller) and KSM pages; the data and huge
-    # pages are checked by free_test, the memcg by ZAPMEMCG.
+    # mlocked, hugetlb (on the caller), 8192 one-page VMAs and KSM pages;
+    # the data and huge pages are checked by free_test, the memcg by
+    # ZAPMEMCG.
     "zap-mixed": ("every kind of mapping: zapped by two threads or more",
                   _zap_parallel),
     "zap-nice-19": ("nice 19: refused", _zap_refused),
@@ -715,10 +723,9 @@ ZAP_CASES = {
                       lambda pz, pzt, pzs, pzr, pzb, pzn: pz == 0
                       and pzb >= 1),
     "zap-acct-parallel": ("zapped by two threads or more", _zap_parallel),
-    "zap-acct-serial": ("vm.parallel_zap=0: nothing counted",
-                        lambda *c: all(x == 0 for x in c)),
-    "zap-many-3x1200m": ("three exits at once, zapped in parallel",
-                         lambda pz, *_: pz >= 1),
+    "zap-acct-serial": ("vm.parallel_zap=0: nothing counted", _zap_none),
+    "zap-many-3x512m": ("three exits at once, zapped in parallel",
+                        lambda pz, *_: pz >= 1),
     "zap-threads": ("the exit of a second thread, the main one gone first: "
                     "zapped by two threads or more", _zap_parallel),
     "zap-exec": ("exec() drops the old mm: refused", _zap_refused),
@@ -733,7 +740,8 @@ ZAP_CASES = {
                              lambda pz, pzt, pzs, pzr, pzb, pzn: pz >= 1
                              and pz + pzs + pzb >= 8),
 }
-ZAP_FULL_ONLY = {"zap-rt", "zap-cgroup-cpu-max", "zap-many-3x1200m"}
+ZAP_FULL_ONLY = {"zap-exit-128m", "zap-rt", "zap-cgroup-cpu-max",
+                 "zap-many-3x512m"}
 # zap-mixed's memory cgroup once its tasks are gone: what is left charged
 # (per-CPU charge stock, slab, kernel stacks not yet freed) in kB, against
 # about 1.5 GiB if the zap lost pages.
@@ -811,10 +819,10 @@ def zap_checks(check, log, args):
     free_memory_checks(check, "", found, free_tolerance_kb(args))
     free_acct_checks(check, log, "zap-")
     ev = [tuple(map(int, m)) for m in ZAPTRACE_RE.findall(log)]
-    check(any(e[0] >= 262144 and e[1] >= 1 and e[2] >= 1024 and e[4] >= 2
+    check(any(e[0] >= 131072 and e[1] >= 1 and e[2] >= 256 and e[4] >= 2
               and e[5] > 0 and e[7] > 0 for e in ev),
           f"zap trace: zap_parallel:exit_mmap_zap_parallel recorded the "
-          f"2 GiB exit with threads, job and helper times ({len(ev)} "
+          f"512 MiB exit with threads, job and helper times ({len(ev)} "
           f"events: {ev[:2]})")
     m = ZAPMEMCG_RE.search(log)
     check(m is not None and int(m.group(2)) <= ZAP_MEMCG_MAX_KB
@@ -978,6 +986,8 @@ def cmd_freebench(args):
         extra += f" mtjob.free_modes={args.modes}"
     if args.thp:
         extra += f" mtjob.free_thp={args.thp}"
+    if args.what:
+        extra += f" mtjob.free_what={args.what}"
     if args.log:
         # Tables and plots again from a saved log: no boot.
         with open(args.log) as f:
@@ -1098,6 +1108,8 @@ def main():
                     "all but zap)")
     ap.add_argument("--thp", default="", help="freebench: 0 (THP off), 1 "
                     "(on) or 0,1 (default 0)")
+    ap.add_argument("--what", default="", help="freebench: munmap, exit or "
+                    "munmap,exit (default both)")
     ap.add_argument("--log", default="", help="freebench: tables and plots "
                     "from this saved log instead of a boot")
     ap.add_argument("--quick", action="store_true",

@@ -196,8 +196,10 @@ zap_traced() {
 
 # with_sysctl NAME VALUE COMMAND...: run COMMAND with vm.NAME=VALUE, then
 # restore the old value.
+# Nests: its variables are local, so an inner call does not change which
+# knob the outer one restores.
 with_sysctl() {
-	knob=$VM/$1
+	local knob=$VM/$1 old rc
 	old=$(cat "$knob") && echo "$2" > "$knob" || return 1
 	shift 2
 	"$@"
@@ -264,7 +266,10 @@ zap_mix() {
 }
 
 # The exit_mmap() cases (ZAPCASE lines), with vm.parallel_free on as the
-# cases before left it, vm.parallel_zap off at first.
+# cases before left it, vm.parallel_zap off at first.  After the default
+# threshold's cases they run at 256 MiB with 512 MiB workloads, to keep
+# make check within its hour.
+ZAP_LOW=65536
 zap_cases() {
 	echo "ZAPDEFAULT parallel_zap=$(cat $VM/parallel_zap)" \
 		"counters=$(zap_counters | awk '{ print $1 + $2 + $3 + $4 + $5 + $6 }')"
@@ -272,36 +277,40 @@ zap_cases() {
 	run_zap zap-sysctl-bounds zap_sysctl_bounds
 	echo 1 > $VM/parallel_zap
 	grep -H . $VM/parallel_zap*
-	# Below the threshold (1 GiB resident): unmap_vmas(), nothing counted.
-	run_zap zap-exit-256m free_test exit 256 0
+	# The default threshold (1 GiB resident): below it unmap_vmas(),
+	# nothing counted; above it zapped in parallel.
+	run_zap zap-exit-512m-default free_test exit 512 0
 	run_zap zap-exit-2g-thp-off free_test exit 2048 0
-	run_zap zap-exit-2g-thp-on free_test exit 2048 1
-	run_zap zap-mixed zap_mix 1536
-	run_zap zap-nice-19 free_test nice19 exit 2048 0
-	full_case_zap zap-rt free_test rt exit 2048 0
+	echo $ZAP_LOW > $VM/parallel_zap_threshold
+	full_case_zap zap-exit-128m free_test exit 128 0
+	run_zap zap-exit-512m-thp-on free_test exit 512 1
+	run_zap zap-mixed zap_mix 512
+	run_zap zap-nice-19 free_test nice19 exit 512 0
+	full_case_zap zap-rt free_test rt exit 512 0
 	full_case_zap zap-cgroup-cpu-max in_cgroup limited cpu.max \
-		"50000 100000" free_test exit 2048 0
-	run_zap zap-busy-cpus on_busy_cpus free_test exit 2048 0
+		"50000 100000" free_test exit 512 0
+	run_zap zap-busy-cpus on_busy_cpus free_test exit 512 0
 	# The helpers' CPU time in the cgroup's usage_usec (FREEACCT lines);
 	# the parallel one with the tracepoint on.
 	run_zap zap-acct-parallel zap_traced in_cgroup acct cpu.weight 100 \
-		free_test acct-exit zap-parallel 2048
+		free_test acct-exit zap-parallel 512
 	run_zap zap-acct-serial with_sysctl parallel_zap 0 \
 		with_sysctl parallel_free 0 in_cgroup acct cpu.weight 100 \
-		free_test acct-exit zap-serial 2048
-	full_case_zap zap-many-3x1200m free_test many 3 1200
+		free_test acct-exit zap-serial 512
+	full_case_zap zap-many-3x512m free_test many 3 512
 	# The last thread to leave is not the leader.
-	run_zap zap-threads free_test threads 2048
+	run_zap zap-threads free_test threads 512
 	# exec() drops the old mm: not the exiting task's own, refused.
-	run_zap zap-exec free_test execbig 2048
+	run_zap zap-exec free_test execbig 512
 	# process_mrelease() reaps the mm while its exit may be zapping it.
-	run_zap zap-mrelease free_test mrelease 2048
+	run_zap zap-mrelease free_test mrelease 512
 	# The OOM victim itself stays serial; its child (oom_score_adj -1000)
 	# exits with 900 MiB resident after it.
-	run_zap zap-oom with_sysctl parallel_zap_threshold 512 oom_mid_teardown
+	run_zap zap-oom oom_mid_teardown
 	# Every fork child of 96 MiB zapped in parallel: 8 of them.
 	run_zap zap-lowest-threshold with_sysctl parallel_zap_threshold 512 \
 		free_test loop 60 96
+	echo 262144 > $VM/parallel_zap_threshold
 	echo 0 > $VM/parallel_zap
 }
 full_case_zap() {
@@ -315,9 +324,9 @@ swap_on_zram() {
 		swapon /dev/zram0
 }
 
-# mtjob.free_sizes=MiB,MiB..., mtjob.free_modes=mode,mode... and
-# mtjob.free_thp=0,1 narrow the benchmark (scripts/guest.py freebench
-# --sizes, --modes, --thp).  Mode zap is exit_mmap()'s parallel zap with
+# mtjob.free_sizes=MiB,MiB..., mtjob.free_modes=mode,mode...,
+# mtjob.free_thp=0,1 and mtjob.free_what=munmap,exit narrow the benchmark
+# (scripts/guest.py freebench --sizes, --modes, --thp, --what).  Mode zap is exit_mmap()'s parallel zap with
 # the parallel free off; it has no munmap() rows.  Each parallel zap's
 # tracepoint (zap_parallel:exit_mmap_zap_parallel) follows its BENCH line as
 # a ZAPTRACE line.
@@ -326,12 +335,13 @@ bench() {
 	sizes=$(arg mtjob.free_sizes | tr , ' ')
 	modes=$(arg mtjob.free_modes | tr , ' ')
 	thps=$(arg mtjob.free_thp | tr , ' ')
+	whats=$(arg mtjob.free_what | tr , ' ')
 	tr=/sys/kernel/tracing
 	mount -t tracefs nodev $tr 2>/dev/null
 	for i in $(seq "${reps:-3}"); do
 		for mib in ${sizes:-2048 4096 6144}; do
 			for thp in ${thps:-0}; do
-			for what in munmap exit; do
+			for what in ${whats:-munmap exit}; do
 				for mode in ${modes:-off by_node interleave by_node_1h}; do
 					h=4 z=0
 					case $mode in
