@@ -705,7 +705,8 @@ ZAP_CASES = {
     "zap-sysctl-bounds": None,
     "zap-exit-512m-default": ("below the default threshold (1 GiB): "
                               "unmap_vmas(), nothing counted", _zap_none),
-    "zap-exit-2g-thp-off": ("zapped by two threads or more", _zap_parallel),
+    "zap-exit-1200m-thp-off": ("zapped by two threads or more",
+                               _zap_parallel),
     "zap-exit-128m": ("below the threshold: unmap_vmas(), nothing counted",
                       _zap_none),
     "zap-exit-512m-thp-on": ("zapped by two threads or more",
@@ -734,14 +735,14 @@ ZAP_CASES = {
     "zap-mrelease": None,
     # Killed in munmap() or not: only the workload, memory and log count.
     "zap-oom": None,
-    # 8 fork children of 96 MiB at the lowest threshold (512 pages): each
+    # 3 fork children of 64 MiB at the lowest threshold (512 pages): each
     # zapped, in parallel unless the other CPU was busy at that moment.
     "zap-lowest-threshold": ("the children's exits zapped in parallel",
                              lambda pz, pzt, pzs, pzr, pzb, pzn: pz >= 1
-                             and pz + pzs + pzb >= 8),
+                             and pz + pzs + pzb >= 3),
 }
-ZAP_FULL_ONLY = {"zap-exit-128m", "zap-rt", "zap-cgroup-cpu-max",
-                 "zap-many-3x512m"}
+ZAP_FULL_ONLY = {"zap-exit-512m-default", "zap-exit-128m", "zap-rt",
+                 "zap-cgroup-cpu-max", "zap-many-3x512m"}
 # zap-mixed's memory cgroup once its tasks are gone: what is left charged
 # (per-CPU charge stock, slab, kernel stacks not yet freed) in kB, against
 # about 1.5 GiB if the zap lost pages.

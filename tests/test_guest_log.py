@@ -102,11 +102,11 @@ class ZapCases(unittest.TestCase):
 
     def test_checks_fail_on_a_serial_zap(self):
         """A 2 GiB exit that ran on one thread fails its case."""
-        line = ("ZAPCASE zap-exit-2g-thp-off rc=0 memfree_before=100 "
+        line = ("ZAPCASE zap-exit-1200m-thp-off rc=0 memfree_before=100 "
                 "memfree_after=100 pz=0 pzt=0 pzs=1 pzr=0 pzb=0 pzn=0")
         m = guest.ZAPCASE_RE.search(line)
         counts = tuple(map(int, m.groups()[4:]))
-        _, ok = guest.ZAP_CASES["zap-exit-2g-thp-off"]
+        _, ok = guest.ZAP_CASES["zap-exit-1200m-thp-off"]
         self.assertFalse(ok(*counts))
         self.assertTrue(ok(1, 2, 0, 0, 0, 0))
 

@@ -273,14 +273,14 @@ ZAP_LOW=65536
 zap_cases() {
 	echo "ZAPDEFAULT parallel_zap=$(cat $VM/parallel_zap)" \
 		"counters=$(zap_counters | awk '{ print $1 + $2 + $3 + $4 + $5 + $6 }')"
-	run_zap zap-default-off free_test exit 2048 0
+	run_zap zap-default-off free_test exit 1200 0
 	run_zap zap-sysctl-bounds zap_sysctl_bounds
 	echo 1 > $VM/parallel_zap
 	grep -H . $VM/parallel_zap*
 	# The default threshold (1 GiB resident): below it unmap_vmas(),
 	# nothing counted; above it zapped in parallel.
-	run_zap zap-exit-512m-default free_test exit 512 0
-	run_zap zap-exit-2g-thp-off free_test exit 2048 0
+	full_case_zap zap-exit-512m-default free_test exit 512 0
+	run_zap zap-exit-1200m-thp-off free_test exit 1200 0
 	echo $ZAP_LOW > $VM/parallel_zap_threshold
 	full_case_zap zap-exit-128m free_test exit 128 0
 	run_zap zap-exit-512m-thp-on free_test exit 512 1
@@ -299,17 +299,17 @@ zap_cases() {
 		free_test acct-exit zap-serial 512
 	full_case_zap zap-many-3x512m free_test many 3 512
 	# The last thread to leave is not the leader.
-	run_zap zap-threads free_test threads 512
+	run_zap zap-threads free_test threads 384
 	# exec() drops the old mm: not the exiting task's own, refused.
-	run_zap zap-exec free_test execbig 512
+	run_zap zap-exec free_test execbig 384
 	# process_mrelease() reaps the mm while its exit may be zapping it.
-	run_zap zap-mrelease free_test mrelease 512
+	run_zap zap-mrelease free_test mrelease 384
 	# The OOM victim itself stays serial; its child (oom_score_adj -1000)
 	# exits with 900 MiB resident after it.
 	run_zap zap-oom oom_mid_teardown
-	# Every fork child of 96 MiB zapped in parallel: 8 of them.
+	# Every fork child of 64 MiB zapped in parallel: 3 of them.
 	run_zap zap-lowest-threshold with_sysctl parallel_zap_threshold 512 \
-		free_test loop 60 96
+		free_test loop 24 64
 	echo 262144 > $VM/parallel_zap_threshold
 	echo 0 > $VM/parallel_zap
 }
