@@ -831,9 +831,18 @@ def zap_checks(check, log, args):
           f"zap-mixed: its memory cgroup is back to at most "
           f"{ZAP_MEMCG_MAX_KB} kB and no swap after the exit "
           f"({m.group(0) if m else 'no ZAPMEMCG line'})")
-    for name, expect in ZAP_CASES.items():
-        if args.quick and name in ZAP_FULL_ONLY:
-            continue
+    cases = {k: v for k, v in ZAP_CASES.items()
+             if not args.quick or k not in ZAP_FULL_ONLY}
+    case_checks(check, got, cases, (
+        "parallel_zap", "threads", "serial", "refused", "busy", "nomem"))
+
+
+def case_checks(check, got, cases, counters):
+    """Each case of CASES (name -> None or (what, predicate over the
+    counters' deltas)) has a result in GOT (name -> rc, MemFree before and
+    after, the deltas), its workload succeeded, and its deltas satisfy the
+    predicate; COUNTERS names the deltas in the messages."""
+    for name, expect in cases.items():
         if name not in got:
             check(False, f"{name}: no result in the log")
             continue
@@ -842,10 +851,8 @@ def zap_checks(check, log, args):
         if expect is None:
             continue
         what, ok = expect
-        pz, pzt, pzs, pzr, pzb, pzn = counts
-        check(ok(*counts), f"{name}: {what} (parallel_zap +{pz}, threads "
-              f"+{pzt}, serial +{pzs}, refused +{pzr}, busy +{pzb}, nomem "
-              f"+{pzn})")
+        deltas = ", ".join(f"{c} +{n}" for c, n in zip(counters, counts))
+        check(ok(*counts), f"{name}: {what} ({deltas})")
 
 
 def free_trace_checks(check, log):
@@ -929,19 +936,9 @@ def cmd_freetest(args):
         "isolated CPU), rounds without helpers, none refused for good",
         lambda pf, pft, pff, png, pnm, pnb: pf == 0 and pff == 0
         and pnb >= 1 and png == 0)
-    for name, expect in cases.items():
-        if name not in got:
-            check(False, f"{name}: no result in the log")
-            continue
-        rc, before, after, *counts = got[name]
-        check(rc == 0, f"{name}: the workload succeeded (rc={rc})")
-        if expect is None:
-            continue
-        what, ok = expect
-        pf, pft, pff, png, pnm, pnb = counts
-        check(ok(*counts), f"{name}: {what} "
-              f"(tlb_parallel_free +{pf}, threads +{pft}, fallback +{pff}, "
-              f"nogrow +{png}, nogrow_memory +{pnm}, nogrow_busy +{pnb})")
+    case_checks(check, got, cases, (
+        "tlb_parallel_free", "threads", "fallback", "nogrow",
+        "nogrow_memory", "nogrow_busy"))
     return check.finish("freetest")
 
 

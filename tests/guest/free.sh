@@ -65,35 +65,28 @@ zap_counters() {
 	done
 }
 
-run_zap() {
-	name=$1
-	shift
+# counted LINE COUNTERS K1 ... K6 NAME COMMAND...: COMMAND between two
+# readings of free memory and of the six counters COUNTERS prints; prints
+# "LINE NAME rc=... memfree_before=... memfree_after=... K1=... K6=..." with
+# the counters' deltas.
+counted() {
+	local line=$1 fn=$2 keys="$3 $4 $5 $6 $7 $8" name=$9 mf0 mf1 c0 c1 rc
+	shift 9
 	mf0=$(memfree)
-	c0=$(zap_counters)
+	c0=$($fn)
 	"$@"
 	rc=$?
-	c1=$(zap_counters)
+	c1=$($fn)
 	mf1=$(memfree)
-	set -- $c0 $c1
-	echo "ZAPCASE $name rc=$rc memfree_before=$mf0 memfree_after=$mf1" \
-		"pz=$(($7 - $1)) pzt=$(($8 - $2)) pzs=$(($9 - $3))" \
-		"pzr=$((${10} - $4)) pzb=$((${11} - $5)) pzn=$((${12} - $6))"
+	echo "$line $name rc=$rc memfree_before=$mf0 memfree_after=$mf1" \
+		"$(echo "$keys|$c0|$c1" | awk -F'|' '{
+			n = split($1, k, " "); split($2, a, " "); split($3, b, " ")
+			for (i = 1; i <= n; i++)
+				printf "%s%s=%d", (i > 1 ? " " : ""), k[i], b[i] - a[i]
+		}')"
 }
-
-run_case() {
-	name=$1
-	shift
-	mf0=$(memfree)
-	c0=$(counters)
-	"$@"
-	rc=$?
-	c1=$(counters)
-	mf1=$(memfree)
-	set -- $c0 $c1
-	echo "FREECASE $name rc=$rc memfree_before=$mf0 memfree_after=$mf1" \
-		"pf=$(($7 - $1)) pft=$(($8 - $2)) pff=$(($9 - $3))" \
-		"png=$((${10} - $4)) pnm=$((${11} - $5)) pnb=$((${12} - $6))"
-}
+run_case() { counted FREECASE counters pf pft pff png pnm pnb "$@"; }
+run_zap() { counted ZAPCASE zap_counters pz pzt pzs pzr pzb pzn "$@"; }
 
 # munmap() and exit() while other processes hog memory and swap to zram.
 pressure() {
