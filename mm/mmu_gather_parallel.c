@@ -163,42 +163,6 @@ static bool tlb_parallel_free_allowed(struct mmu_gather *tlb)
 	return sched_task_offload_allowed(current);
 }
 
-#ifdef CONFIG_MEMCG
-/*
- * Is a memory cgroup of the calling task, or one above it, within @threshold
- * pages of its memory.high or memory.max?  The gather's mm is the task's own
- * (tlb_parallel_free_allowed()); its memcg is read from the task, since exit
- * clears mm->owner before exit_mmap().
- */
-static bool tlb_parallel_free_memcg_short(unsigned long threshold)
-{
-	struct mem_cgroup *memcg;
-	bool low = false;
-
-	if (mem_cgroup_disabled())
-		return false;
-	rcu_read_lock();
-	for (memcg = mem_cgroup_from_task(current);
-	     memcg && !mem_cgroup_is_root(memcg);
-	     memcg = parent_mem_cgroup(memcg)) {
-		unsigned long limit = min(READ_ONCE(memcg->memory.high),
-					  READ_ONCE(memcg->memory.max));
-
-		if (page_counter_read(&memcg->memory) + threshold > limit) {
-			low = true;
-			break;
-		}
-	}
-	rcu_read_unlock();
-	return low;
-}
-#else
-static bool tlb_parallel_free_memcg_short(unsigned long threshold)
-{
-	return false;
-}
-#endif
-
 /*
  * Is memory too short to hold back up to @threshold pages?  A node the task
  * may allocate from below the low watermarks of its zones (where allocations
@@ -231,8 +195,13 @@ static bool tlb_parallel_free_memory_short(unsigned long threshold)
 			break;
 		}
 	}
+	/*
+	 * The task's memcg, not mm->owner's: the gather's mm is the task's
+	 * own (tlb_parallel_free_allowed()), and exit clears mm->owner before
+	 * exit_mmap().
+	 */
 	if (!low)
-		low = tlb_parallel_free_memcg_short(threshold);
+		low = mem_cgroup_task_margin(current) < threshold;
 	if (low)
 		count_vm_event(TLB_PARALLEL_FREE_NOGROW_MEMORY);
 	return low;
@@ -263,6 +232,17 @@ static void tlb_parallel_free_release(struct mmu_gather *tlb)
 {
 	atomic_sub(tlb->parallel_free_helpers, &tlb_parallel_free_helpers);
 	tlb->parallel_free_helpers = 0;
+}
+
+/* nr_parallel_free_held: a grown gather's pages, until its flush. */
+static void tlb_parallel_free_hold(struct mmu_gather *tlb, unsigned long pages)
+{
+	if (!tlb->parallel_free_held)
+		tlb->parallel_free_held_nid = numa_node_id();
+	mod_node_page_state(NODE_DATA(tlb->parallel_free_held_nid),
+			    NR_PARALLEL_FREE_HELD,
+			    (long)pages - (long)tlb->parallel_free_held);
+	tlb->parallel_free_held = pages;
 }
 
 /* Rounds not to ask for helpers before the next try: 1, 3, 7, ... 63. */
@@ -367,6 +347,7 @@ bool __tlb_parallel_free_grow(struct mmu_gather *tlb)
 		if (trace_tlb_parallel_free_enabled())
 			tlb->parallel_free_grown_ns = local_clock();
 	}
+	tlb_parallel_free_hold(tlb, tlb->parallel_free_pages);
 	return true;
 }
 
@@ -600,6 +581,8 @@ void __tlb_parallel_free_flush(struct mmu_gather *tlb)
 		for (batch = &tlb->local; batch && batch->nr; batch = batch->next)
 			tlb_batch_free_encoded_pages(batch);
 	}
+	if (tlb->parallel_free_held)
+		tlb_parallel_free_hold(tlb, 0);
 	if (tlb->parallel_free_helpers)
 		tlb_parallel_free_release(tlb);
 	tlb->parallel_free_grown_ns = 0;

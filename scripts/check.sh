@@ -133,6 +133,7 @@ checkpatch() {
 	done <<-'EOF'
 	workqueue:.add.workqueue_unbound_cpumask tj@kernel.org
 	sched:.add.queries peterz@infradead.org,mingo@redhat.com
+	mm:.memcontrol:.add.mem_cgroup_task_margin hannes@cmpxchg.org,shakeel.butt@linux.dev,cgroups@vger.kernel.org
 	mm:.free.the.pages.of.large.teardowns will@kernel.org,akpm@linux-foundation.org,linux-arch@vger.kernel.org,linux-mm@kvack.org
 	rust:.workqueue:.add.scoped rust-for-linux@vger.kernel.org
 	rust:.add.kernel::mt_job maintainers@users.noreply,linux-mm@kvack.org,rust-for-linux@vger.kernel.org

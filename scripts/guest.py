@@ -46,7 +46,7 @@ HUGE_TOUCH_RE = re.compile(r"^hugetlb_touch: (\d+) x (\d+) kB mapped and "
 FREECASE_RE = re.compile(
     r"^FREECASE (\S+) rc=(\d+) memfree_before=(\d+) memfree_after=(\d+) "
     r"pf=(-?\d+) pft=(-?\d+) pff=(-?\d+) png=(-?\d+) pnm=(-?\d+) "
-    r"pnb=(-?\d+)$", re.M)
+    r"pnb=(-?\d+)(?: held=\d+)?$", re.M)
 TLB_TRACE_RE = re.compile(
     r"^FREETRACE .* tlb_parallel_free: freeable=(\d+) gathered=(\d+) "
     r"batches=(\d+) helpers=(\d+) threads=(-?\d+) held_ns=(\d+) "
@@ -63,7 +63,11 @@ FREEHOTPLUG_RE = re.compile(r"^FREEHOTPLUG cycles=(\d+)$", re.M)
 ZAPCASE_RE = re.compile(
     r"^ZAPCASE (\S+) rc=(\d+) memfree_before=(\d+) memfree_after=(\d+) "
     r"pz=(-?\d+) pzt=(-?\d+) pzs=(-?\d+) pzr=(-?\d+) pzb=(-?\d+) "
-    r"pzn=(-?\d+)$", re.M)
+    r"pzn=(-?\d+)(?: held=\d+)?$", re.M)
+# The gauge nr_parallel_free_held after each case (the end of its line).
+CASEHELD_RE = re.compile(r"^(?:FREECASE|ZAPCASE) (\S+) .* held=(\S*)$", re.M)
+FREEHELD_RE = re.compile(r"^FREEHELD max=(-?\d+) samples=(\d+) "
+                         r"after=(-?\d+)$", re.M)
 ZAPDEFAULT_RE = re.compile(r"^ZAPDEFAULT parallel_zap=(\d+) counters=(\d+)$",
                            re.M)
 ZAPMEMCG_RE = re.compile(r"^ZAPMEMCG (\S+) current_kb=(\d+) swap_kb=(\d+)$",
@@ -808,6 +812,29 @@ def free_acct_checks(check, log, prefix=""):
           f"serial {more_s:+} us)")
 
 
+def held_checks(check, log, what=""):
+    """nr_parallel_free_held is back at 0 after every FREECASE and ZAPCASE
+    of LOG: nothing a grown gather counted stays counted."""
+    held = CASEHELD_RE.findall(log)
+    bad = [f"{name} {n or 'missing'}" for name, n in held if n != "0"]
+    check(bool(held) and not bad,
+          f"{what}nr_parallel_free_held back at 0 after each of "
+          f"{len(held)} cases" + (f": {', '.join(bad[:3])}" if bad else ""))
+
+
+def held_sample_checks(check, log):
+    """munmap-2g-thp-off's parent saw nr_parallel_free_held rise during
+    the child's parallel munmap(): above upstream's gather size (about
+    10000 pages), below twice the default threshold (2 x 262144 pages),
+    where a gather stops growing."""
+    m = FREEHELD_RE.search(log)
+    check(m is not None and 10000 < int(m.group(1)) < 2 * 262144
+          and int(m.group(3)) == 0,
+          "munmap-2g-thp-off: nr_parallel_free_held rose while the 2 GiB "
+          "gather grew and fell back to 0 "
+          f"({m.group(0) if m else 'no FREEHELD line'})")
+
+
 def zap_checks(check, log, args):
     """exit_mmap()'s parallel zap: the ZAPCASE lines of LOG against
     ZAP_CASES, their memory, CPU accounting and zap-mixed's memcg."""
@@ -893,6 +920,8 @@ def cmd_freetest(args):
     zap_checks(check, log, args)
     free_acct_checks(check, log)
     free_trace_checks(check, log)
+    held_checks(check, log)
+    held_sample_checks(check, log)
     free_memory_checks(check, "", main_cases,
                        free_tolerance_kb(args))
     cases = {k: v for k, v in FREE_CASES.items()
@@ -912,6 +941,7 @@ def cmd_freetest(args):
     check(not r["bad"], "hotplug: no BUG/WARNING/lockdep in the log"
           + (f": {r['bad'][0]}" if r["bad"] else ""))
     hot_cases = FREECASE_RE.findall(log)
+    held_checks(check, log, "hotplug: ")
     got.update({m[0]: tuple(map(int, m[1:])) for m in hot_cases})
     free_memory_checks(check, "", hot_cases,
                        free_tolerance_kb(hargs))

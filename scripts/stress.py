@@ -165,6 +165,7 @@ def free_cases(check, what, g, log, expect_counted=False):
     check(bool(cases), f"{what}: {len(cases)} teardown cases ran")
     guest.free_memory_checks(check, f"{what}: ", cases,
                              guest.free_tolerance_kb(g))
+    guest.held_checks(check, log, f"{what}: ")
     for name, rc, before, after, pf, pft, *_ in cases:
         rc, pf, pft = int(rc), int(pf), int(pft)
         check(rc == 0 and pft >= 2 * pf, f"{what}: {name}: rc={rc}, "

@@ -78,6 +78,47 @@ class FreeCases(unittest.TestCase):
         self.assertFalse(self.run_case & self.full)
 
 
+class Held(unittest.TestCase):
+    """nr_parallel_free_held: each case's line ends with the gauge, which
+    must be back at 0, and the sampled munmap must have seen it rise."""
+
+    CASE = ("FREECASE munmap-2g-thp-off rc=0 memfree_before=100 "
+            "memfree_after=100 pf=1 pft=2 pff=0 png=0 pnm=0 pnb=0 held=%s\n")
+    ZAP = ("ZAPCASE zap-rt rc=0 memfree_before=100 memfree_after=100 pz=0 "
+           "pzt=0 pzs=0 pzr=1 pzb=0 pzn=0 held=%s\n")
+
+    def run_checks(self, fn, log):
+        checks = guest.Checks()
+        with open(os.devnull, "w") as devnull:
+            old, sys.stdout = sys.stdout, devnull
+            try:
+                fn(checks, log)
+            finally:
+                sys.stdout = old
+        return checks.failed
+
+    def test_case_lines_still_parse(self):
+        m = guest.FREECASE_RE.search(self.CASE % "0")
+        self.assertEqual(m.groups()[4:], ("1", "2", "0", "0", "0", "0"))
+        self.assertIsNotNone(guest.ZAPCASE_RE.search(self.ZAP % "0"))
+
+    def test_zero_passes(self):
+        log = self.CASE % "0" + self.ZAP % "0"
+        self.assertEqual(self.run_checks(guest.held_checks, log), 0)
+
+    def test_left_counted_fails(self):
+        for log in (self.CASE % "512", self.ZAP % "7", self.CASE % ""):
+            self.assertEqual(self.run_checks(guest.held_checks, log), 1, log)
+
+    def test_sample(self):
+        ok = "FREEHELD max=262000 samples=900 after=0\n"
+        never = "FREEHELD max=0 samples=900 after=0\n"
+        stuck = "FREEHELD max=262000 samples=900 after=510\n"
+        self.assertEqual(self.run_checks(guest.held_sample_checks, ok), 0)
+        for log in (never, stuck, ""):
+            self.assertEqual(
+                self.run_checks(guest.held_sample_checks, log), 1, log)
+
 
 class ZapCases(unittest.TestCase):
     """free.sh's zap_cases and guest.py's ZAP_CASES name the same cases and

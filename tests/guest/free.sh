@@ -67,8 +67,9 @@ zap_counters() {
 
 # counted LINE COUNTERS K1 ... K6 NAME COMMAND...: COMMAND between two
 # readings of free memory and of the six counters COUNTERS prints; prints
-# "LINE NAME rc=... memfree_before=... memfree_after=... K1=... K6=..." with
-# the counters' deltas.
+# "LINE NAME rc=... memfree_before=... memfree_after=... K1=... K6=...
+# held=..." with the counters' deltas and, after COMMAND, the gauge
+# nr_parallel_free_held (pages of grown gathers not yet flushed).
 counted() {
 	local line=$1 fn=$2 keys="$3 $4 $5 $6 $7 $8" name=$9 mf0 mf1 c0 c1 rc
 	shift 9
@@ -83,7 +84,7 @@ counted() {
 			n = split($1, k, " "); split($2, a, " "); split($3, b, " ")
 			for (i = 1; i <= n; i++)
 				printf "%s%s=%d", (i > 1 ? " " : ""), k[i], b[i] - a[i]
-		}')"
+		}') held=$(vmstat nr_parallel_free_held)"
 }
 run_case() { counted FREECASE counters pf pft pff png pnm pnb "$@"; }
 run_zap() { counted ZAPCASE zap_counters pz pzt pzs pzr pzb pzn "$@"; }
@@ -490,7 +491,8 @@ test|quick)
 	full_case munmap-64m free_test munmap 64 0
 	run_case munmap-256m free_test munmap 256 0
 	full_case munmap-512m free_test munmap 512 0
-	run_case munmap-2g-thp-off free_test munmap 2048 0
+	# A child's 2 GiB munmap(), its parent sampling nr_parallel_free_held.
+	run_case munmap-2g-thp-off free_test held 2048
 	full_case munmap-2g-thp-on free_test munmap 2048 1
 	full_case exit-2g-thp-off free_test exit 2048 0
 	run_case exit-2g-thp-on free_test exit 2048 1

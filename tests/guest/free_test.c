@@ -56,6 +56,15 @@
  *                                       leaves first (pthread_exit()), so
  *                                       the second thread's exit drops
  *                                       the mm
+ *   free_test held MIB                  a child maps, touches and unmaps
+ *                                       MIB; meanwhile the parent reads
+ *                                       /proc/vmstat's nr_parallel_free_held
+ *                                       every 200 µs (sleeping in between,
+ *                                       so that a CPU is idle for a helper):
+ *                                       FREEHELD max=PAGES samples=N
+ *                                       after=PAGES (the gauge's largest
+ *                                       value seen, and its value once the
+ *                                       child is gone)
  *   free_test oom MIB                   map and touch MIB; a child (with
  *                                       oom_score_adj -1000) touches MIB / 4,
  *                                       then MIB / 2 more while the parent
@@ -264,6 +273,72 @@ static void do_acct_exit(const char *label, size_t bytes)
 		exit(1);
 	printf("FREEACCT %s cgroup_us=%ld self_us=%ld\n", label, cg1 - cg0,
 	       self1 - self0 + rusage_us(&ru) - child0);
+	fflush(stdout);
+}
+
+/* The value of @key in /proc/vmstat, or -1 if it has none. */
+static long vmstat_value(const char *key)
+{
+	size_t len = strlen(key);
+	char line[256];
+	long v = -1;
+	FILE *f;
+
+	f = fopen("/proc/vmstat", "r");
+	if (!f)
+		die("/proc/vmstat");
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, key, len) && line[len] == ' ') {
+			v = strtol(line + len + 1, NULL, 10);
+			break;
+		}
+	}
+	fclose(f);
+	return v;
+}
+
+/* nr_parallel_free_held while a child unmaps @bytes (see the top). */
+static void do_held(size_t bytes)
+{
+	const char *key = "nr_parallel_free_held";
+	int ready[2], go[2], status, samples = 0;
+	long max = 0, v;
+	pid_t pid;
+	char c;
+
+	if (vmstat_value(key) < 0) {
+		fprintf(stderr, "free_test: /proc/vmstat has no %s\n", key);
+		exit(1);
+	}
+	if (pipe(ready) || pipe(go))
+		die("pipe");
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		char *p = map_touch(bytes, 0);
+
+		if (write(ready[1], "x", 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(1);
+		_exit(munmap(p, bytes) ? 1 : 0);
+	}
+	if (read(ready[0], &c, 1) != 1)
+		die("read");
+	if (write(go[1], "x", 1) != 1)
+		die("write");
+	while ((v = waitpid(pid, &status, WNOHANG)) == 0) {
+		v = vmstat_value(key);
+		if (v > max)
+			max = v;
+		samples++;
+		usleep(200);
+	}
+	if (v != pid)
+		die("waitpid");
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		exit(1);
+	printf("FREEHELD max=%ld samples=%d after=%ld\n", max, samples,
+	       vmstat_value(key));
 	fflush(stdout);
 }
 
@@ -824,6 +899,8 @@ int main(int argc, char **argv)
 		do_execbig(mib(argv[2]));
 	else if (argc == 3 && !strcmp(argv[1], "threads"))
 		do_threads(mib(argv[2]));
+	else if (argc == 3 && !strcmp(argv[1], "held"))
+		do_held(mib(argv[2]));
 	else if (argc == 3 && !strcmp(argv[1], "oom"))
 		do_oom(mib(argv[2]));
 	else {
