@@ -144,6 +144,29 @@ oom_mid_teardown() {
 	[ $rc = 137 ] || [ $rc = 0 ]
 }
 
+# vm.parallel_free switched off and on every 0.1 s while 1200 MiB
+# teardowns run: a gather grown (or counted as held back) before a switch
+# frees serially and shrinks back, its counts are not carried over, and
+# nr_parallel_free_held ends at 0 (checked on the FREECASE line).
+toggling() {
+	rm -f /tmp/toggle-stop
+	( while [ ! -e /tmp/toggle-stop ]; do
+		echo 0 > $VM/parallel_free
+		sleep 0.1
+		echo 1 > $VM/parallel_free
+		sleep 0.1
+	  done ) & t=$!
+	rc=0
+	for i in 1 2; do
+		free_test munmap 1200 0 || rc=1
+		free_test exit 1200 0 || rc=1
+	done
+	touch /tmp/toggle-stop
+	wait $t
+	echo 1 > $VM/parallel_free
+	return $rc
+}
+
 on_busy_cpus() {
 	pids=
 	for i in 1 2 3 4; do
@@ -537,6 +560,7 @@ test|quick)
 		free_test munmap 2048 0
 	full_case by-node-off with_sysctl parallel_free_by_node 0 free_test munmap 2048 0
 	run_case oom-mid-teardown oom_mid_teardown
+	run_case key-toggling toggling
 	# 60 rounds of 96 MiB (24576 pages): two flushes at the lowest threshold
 	# each, plus a fork and exit every eighth round.
 	run_case lowest-threshold with_sysctl parallel_free_threshold $LOWEST free_test loop 60 96
