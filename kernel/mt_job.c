@@ -23,6 +23,7 @@
 #include <linux/gfp.h>
 #include <linux/init.h>
 #include <linux/kernel.h>
+#include <linux/lockdep.h>
 #include <linux/log2.h>
 #include <linux/moduleparam.h>
 #include <linux/mt_job.h>
@@ -247,6 +248,32 @@ static bool mt_job_padata_usable(void)
 #endif
 
 /*
+ * A job of one thread placed on no node, on the Rust engine: one call on the
+ * caller, as padata runs a job of one work and as kernel::mt_job runs it
+ * after building its plan (Job::run_alone()), without the plan (its fixed
+ * cost, measured with make bench-engine).  With lockdep the call is followed
+ * by the join's acquisition of the call site's class, as that of the
+ * engine's scope, so that lockdep learns the same ordering from it as from
+ * the site's larger jobs.
+ */
+static int mt_job_run_alone(const struct mt_job *job,
+			    struct mt_job_report *report,
+			    struct lock_class_key *key, const char *class_name)
+{
+	int ret = mt_job_chunk(job, job->start, job->start + job->size);
+#ifdef CONFIG_LOCKDEP
+	struct lockdep_map map;
+
+	lockdep_init_map_type(&map, class_name, key, 0, LD_WAIT_INV,
+			      LD_WAIT_INV, LD_LOCK_NORMAL);
+	lock_map_acquire(&map);
+	lock_map_release(&map);
+#endif
+	report->nr_threads = 1;
+	return ret;
+}
+
+/*
  * The engine for a job allocating with @gfp, now: padata only while booting
  * and for jobs that may wait; the Rust engine in its place when it is built.
  */
@@ -314,6 +341,13 @@ int __mt_job_run(const struct mt_job *job, struct mt_job_report *report,
 		goto out;
 	if (cap > 0)
 		max_threads = min(max_threads, cap);
+
+	if (max_threads == 1 && rep.engine == MT_JOB_ENGINE_RUST &&
+	    (job->affinity == MT_JOB_AFFINITY_NONE ||
+	     job->affinity == MT_JOB_AFFINITY_INTERLEAVE)) {
+		ret = mt_job_run_alone(job, &rep, key, class_name);
+		goto out;
+	}
 
 	if (rep.engine == MT_JOB_ENGINE_PADATA)
 		ret = mt_job_try_padata(job, max_threads, &rep, &ran);

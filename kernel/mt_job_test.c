@@ -33,6 +33,7 @@ struct chunk_rec {
 	unsigned long end;
 	int node;
 	bool wide;		/* on a kworker allowed off its node */
+	bool worker;		/* on a kworker, not the caller */
 };
 
 struct rec {
@@ -87,6 +88,8 @@ static int rec_fn(unsigned long start, unsigned long end, void *arg)
 		r->chunks[r->nr_chunks].start = start;
 		r->chunks[r->nr_chunks].end = end;
 		r->chunks[r->nr_chunks].node = numa_node_id();
+		r->chunks[r->nr_chunks].worker =
+			!!(current->flags & PF_WQ_WORKER);
 		r->chunks[r->nr_chunks].wide =
 			(current->flags & PF_WQ_WORKER) &&
 			!cpumask_subset(current->cpus_ptr,
@@ -442,6 +445,45 @@ static void mt_job_test_small(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, r->chunks[0].start, 7UL);
 	KUNIT_EXPECT_EQ(test, r->chunks[0].end, 8UL);
 	KUNIT_EXPECT_EQ(test, rep.nr_threads, 1);
+}
+
+/*
+ * A job of one thread placed on no node is one call over the whole range on
+ * the caller (mt_job_run_alone() on the Rust engine), whatever its alignment,
+ * minimum chunk and gfp, and returns its chunk's error as a larger job does.
+ */
+static void mt_job_test_one_thread(struct kunit *test)
+{
+	static const enum mt_job_affinity affs[] = {
+		MT_JOB_AFFINITY_NONE, MT_JOB_AFFINITY_INTERLEAVE,
+	};
+	static const int errs[] = { 0, -ENOSPC, -MAX_ERRNO - 1 };
+	unsigned int a, e;
+
+	for (a = 0; a < ARRAY_SIZE(affs); a++) {
+		for (e = 0; e < ARRAY_SIZE(errs); e++) {
+			struct rec *r = rec_alloc(test, 100, 5000);
+			struct mt_job job = job_of(r, 100, 5000);
+			struct mt_job_report rep;
+			int want = errs[e] < -MAX_ERRNO ? -EINVAL : errs[e];
+
+			job.align = 64;
+			job.min_chunk = 7;
+			job.affinity = affs[a];
+			job.gfp = e == 1 ? GFP_NOWAIT : GFP_KERNEL;
+			r->fail_at = errs[e] ? 4000 : ULONG_MAX;
+			r->fail_errno = errs[e];
+			KUNIT_EXPECT_EQ(test, mt_job_run_report(&job, &rep), want);
+			KUNIT_ASSERT_EQ(test, atomic_read(&r->calls), 1);
+			KUNIT_EXPECT_EQ(test, r->chunks[0].start, 100UL);
+			KUNIT_EXPECT_EQ(test, r->chunks[0].end, 5100UL);
+			KUNIT_EXPECT_FALSE(test, r->chunks[0].worker);
+			KUNIT_EXPECT_EQ(test, rep.nr_threads, 1);
+			KUNIT_EXPECT_EQ(test, rep.nr_off_node, 0UL);
+			if (!errs[e])
+				expect_each_once(test, r);
+		}
+	}
 }
 
 /* Ranges that end at ULONG_MAX, where rounding a boundary up overflows. */
@@ -1265,6 +1307,7 @@ static struct kunit_case mt_job_test_cases[] = {
 	KUNIT_CASE(mt_job_test_affinity_by_index_strict),
 	KUNIT_CASE(mt_job_test_nowait),
 	KUNIT_CASE(mt_job_test_strict_nowait),
+	KUNIT_CASE(mt_job_test_one_thread),
 	KUNIT_CASE(mt_job_test_strict_one_thread),
 	KUNIT_CASE(mt_job_test_cpuless_node),
 	KUNIT_CASE(mt_job_test_cpuless_nearest),
