@@ -140,6 +140,19 @@ static unsigned long sysctl_parallel_zap_threshold = ZAP_PARALLEL_DEFAULT_PAGES;
 static int sysctl_parallel_zap_max_helpers = ZAP_PARALLEL_HELPERS_PER_NODE;
 static DEFINE_MUTEX(zap_parallel_lock);
 
+/*
+ * The smallest chunk for @threshold: ZAP_PARALLEL_MIN_CHUNK, or the blocks
+ * of half the threshold's pages where that is less, down to one block, so
+ * that an mm just above a threshold lowered below 64 MiB (as the tests
+ * lower it) still has two chunks.
+ */
+static unsigned long zap_parallel_min_chunk(unsigned long threshold)
+{
+	unsigned long blocks = threshold / 2 / (PMD_SIZE >> PAGE_SHIFT);
+
+	return clamp(blocks, 1UL, ZAP_PARALLEL_MIN_CHUNK);
+}
+
 /* Helpers reserved by all exits, <= vm.parallel_zap_max_helpers. */
 static atomic_t zap_parallel_helpers = ATOMIC_INIT(0);
 
@@ -361,11 +374,11 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
 		.thread_fn	= zap_parallel_chunk,
 		.fn_arg		= &zj,
 		.align		= 1,
-		.min_chunk	= ZAP_PARALLEL_MIN_CHUNK,
 		.gfp		= GFP_NOWAIT,
 		.name		= "exit_mmap",
 	};
 	unsigned long pages = get_mm_rss(mm) + get_mm_counter(mm, MM_SWAPENTS);
+	unsigned long threshold = READ_ONCE(sysctl_parallel_zap_threshold);
 	struct mmu_notifier_range range;
 	struct mt_job_report report = {};
 	u64 start_ns = 0, job_ns = 0;
@@ -374,7 +387,7 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
 	int helpers, ret;
 	bool by_node;
 
-	if (pages < READ_ONCE(sysctl_parallel_zap_threshold))
+	if (pages < threshold)
 		return false;
 	if (!mt_job_may_use_helpers(GFP_NOWAIT) || !zap_parallel_allowed(mm)) {
 		count_vm_event(PARALLEL_ZAP_REFUSED);
@@ -389,7 +402,8 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
 	}
 	by_node = zap_parallel_plan(&zj, unmap->first, mm->map_count);
 	/* Helpers for the chunks of the minimum size beyond the caller's. */
-	chunks = zj.nr_blocks / ZAP_PARALLEL_MIN_CHUNK;
+	job.min_chunk = zap_parallel_min_chunk(threshold);
+	chunks = zj.nr_blocks / job.min_chunk;
 	if (chunks < 2) {
 		count_vm_event(PARALLEL_ZAP_SERIAL);
 		kvfree(zj.runs);

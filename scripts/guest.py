@@ -87,8 +87,68 @@ def die(msg):
     sys.exit(2)
 
 
-def make_initramfs(kbuild, out):
-    """Write the guest initramfs to OUT with the kernel's gen_init_cpio."""
+# The upstream mm selftests the freetest guest runs with every exit zapped
+# in parallel at the lowest threshold (free.sh's mm_selftests): those whose
+# processes map, fork, exit and munmap() in ways the zap must get right
+# (process_mrelease(), COW, KSM, mlock, userfaultfd, guard regions,
+# droppable, sealed and hugetlb mappings), built statically from the
+# kernel tree.
+MM_SELFTESTS = (
+    "cow", "droppable", "guard-regions", "hugetlb-madvise",
+    "ksm_functional_tests", "madv_populate", "map_fixed_noreplace",
+    "map_populate", "merge", "mkdirty", "mlock2-tests", "mrelease_test",
+    "mremap_dontunmap", "mseal_test", "process_madv", "soft-dirty",
+    "uffd-unit-tests",
+)
+
+
+MMSELFTEST_RE = re.compile(r"^MMSELFTEST (\S+) rc=(\d+) pz=(-?\d+) "
+                           r"pzt=(-?\d+)$", re.M)
+
+
+def mm_selftest_checks(check, log):
+    """Every one of MM_SELFTESTS passed (exit 0; kselftest's skip, 4, is
+    a failure too: each must run) with the parallel zap on at its lowest
+    threshold, and some of their exits were zapped in parallel."""
+    got = {m[0]: tuple(map(int, m[1:])) for m in MMSELFTEST_RE.findall(log)}
+    for name in MM_SELFTESTS:
+        rc = got.get(name, (None,))[0]
+        check(rc == 0, f"mm selftest {name}: passed with the parallel zap "
+              f"at its lowest threshold (rc={rc})")
+    pz = sum(v[1] for v in got.values())
+    pzt = sum(v[2] for v in got.values())
+    check(pz >= 1 and pzt >= 2 * pz, f"mm selftests: {pz} exits zapped "
+          f"in parallel, with {pzt} threads")
+
+
+def build_mm_selftests(kbuild, outdir):
+    """Build MM_SELFTESTS statically from the tree KBUILD was built from,
+    against its UAPI headers (made in OUTDIR/hdr); return [(name, path)]."""
+    tree = os.path.realpath(os.path.join(kbuild, "source"))
+    src = os.path.join(tree, "tools", "testing", "selftests", "mm")
+    if not os.path.isdir(src):
+        die(f"{src} is missing: the mm selftests come from the kernel tree "
+            f"{kbuild} was built from")
+    outdir = os.path.abspath(outdir)
+    hdr, bindir = os.path.join(outdir, "hdr"), os.path.join(outdir, "bin")
+    os.makedirs(bindir, exist_ok=True)
+    # A build directory of its own: the kernel's would be reconfigured.
+    for cmd in (["make", "-s", "-C", tree, f"O={hdr}", "LLVM=-19",
+                 "headers"],
+                ["make", "-s", "-C", src, f"OUTPUT={bindir}",
+                 f"KHDR_INCLUDES=-isystem {hdr}/usr/include",
+                 "LDFLAGS=-static", "CC=gcc"]
+                + [os.path.join(bindir, t) for t in MM_SELFTESTS]):
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        if res.returncode:
+            die(f"building the mm selftests failed ({' '.join(cmd[:6])} "
+                f"...; needs make, gcc and libc6-dev):\n{res.stderr[-3000:]}")
+    return [(t, os.path.join(bindir, t)) for t in MM_SELFTESTS]
+
+
+def make_initramfs(kbuild, out, mm_selftests=False):
+    """Write the guest initramfs to OUT with the kernel's gen_init_cpio;
+    with MM_SELFTESTS in /bin/mm if MM_SELFTESTS."""
     gen = os.path.join(kbuild, "usr", "gen_init_cpio")
     if not os.access(gen, os.X_OK):
         die(f"{gen} is missing: build the kernel (CONFIG_BLK_DEV_INITRD=y) "
@@ -109,7 +169,12 @@ def make_initramfs(kbuild, out):
         f"file /bin/busybox {BUSYBOX} 0755 0 0",
         "slink /bin/sh busybox 0777 0 0",
         f"file /init {init} 0755 0 0",
-    ] + [f"file /bin/{name} {path} 0755 0 0" for name, path in progs] + [
+    ] + [f"file /bin/{name} {path} 0755 0 0" for name, path in progs] + (
+        ["dir /bin/mm 0755 0 0"] + [
+            f"file /bin/mm/{name} {path} 0755 0 0" for name, path in
+            build_mm_selftests(kbuild, os.path.join(
+                os.path.dirname(out), "mm-selftests"))]
+        if mm_selftests else []) + [
         f"file /bin/{name} {os.path.join(REPO, 'tests', 'guest', name)} "
         "0755 0 0" for name in sorted(os.listdir(
             os.path.join(REPO, "tests", "guest"))) if name.endswith(".sh")
@@ -925,6 +990,7 @@ def cmd_freetest(args):
     free_trace_checks(check, log)
     held_checks(check, log)
     held_sample_checks(check, log)
+    mm_selftest_checks(check, log)
     free_memory_checks(check, "", main_cases,
                        free_tolerance_kb(args))
     cases = {k: v for k, v in FREE_CASES.items()
@@ -1170,7 +1236,8 @@ def main():
         die("--repeat, --nodes and --cpus must be at least 1")
     os.makedirs(args.logdir, exist_ok=True)
     args.initrd = os.path.join(os.path.dirname(args.logdir), "initramfs.cpio")
-    make_initramfs(args.kbuild, args.initrd)
+    make_initramfs(args.kbuild, args.initrd,
+                   mm_selftests=args.command == "freetest")
     sys.exit({"run": cmd_run, "boottest": cmd_boottest,
               "hugetlbtest": cmd_hugetlbtest,
               "hugetlbbench": cmd_hugetlbbench, "freetest": cmd_freetest,

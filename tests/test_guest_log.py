@@ -119,6 +119,18 @@ class Held(unittest.TestCase):
             self.assertEqual(
                 self.run_checks(guest.held_sample_checks, log), 1, log)
 
+    def test_mm_selftests(self):
+        ok = "".join(f"MMSELFTEST {t} rc=0 pz=1 pzt=2\n"
+                     for t in guest.MM_SELFTESTS)
+        self.assertEqual(self.run_checks(guest.mm_selftest_checks, ok), 0)
+        skipped = ok.replace("MMSELFTEST cow rc=0", "MMSELFTEST cow rc=4")
+        missing = ok.replace("MMSELFTEST cow rc=0", "MMSELFTEST other rc=0")
+        never = ok.replace("pz=1 pzt=2", "pz=0 pzt=0")
+        for log in (skipped, missing):
+            self.assertEqual(
+                self.run_checks(guest.mm_selftest_checks, log), 1, log)
+        self.assertEqual(self.run_checks(guest.mm_selftest_checks, never), 1)
+
 
 class ZapCases(unittest.TestCase):
     """free.sh's zap_cases and guest.py's ZAP_CASES name the same cases and

@@ -330,6 +330,35 @@ zap_cases() {
 	echo 262144 > $VM/parallel_zap_threshold
 	echo 0 > $VM/parallel_zap
 }
+# The upstream mm selftests in /bin/mm (scripts/guest.py's MM_SELFTESTS,
+# built from the kernel tree) with every exit zapped in parallel where it
+# can be: vm.parallel_zap=1 at its lowest threshold, one PMD block's pages,
+# where the smallest chunk is one block too.  The parallel free is on at its
+# lowest threshold as well.  One line each:
+#   MMSELFTEST <name> rc=<exit code> pz=<parallel zaps> pzt=<their threads>
+# rc 4 is kselftest's skip.
+mm_selftests() {
+	[ -d /bin/mm ] || { echo "MMSELFTEST none rc=127 pz=0 pzt=0"; return; }
+	echo 32 > $VM/nr_hugepages
+	echo 1 > $VM/parallel_zap
+	echo 512 > $VM/parallel_zap_threshold
+	echo 1 > $VM/parallel_free
+	echo $LOWEST > $VM/parallel_free_threshold
+	for t in /bin/mm/*; do
+		z0=$(vmstat parallel_zap) t0=$(vmstat parallel_zap_threads)
+		(cd /tmp && "$t" > /tmp/mmselftest.log 2>&1)
+		rc=$?
+		z1=$(vmstat parallel_zap) t1=$(vmstat parallel_zap_threads)
+		[ $rc = 0 ] || [ $rc = 4 ] || sed "s|^|MMSELFTEST-LOG ${t##*/}: |" \
+			/tmp/mmselftest.log | tail -n 40
+		echo "MMSELFTEST ${t##*/} rc=$rc pz=$((z1 - z0)) pzt=$((t1 - t0))"
+	done
+	echo 0 > $VM/nr_hugepages
+	echo 262144 > $VM/parallel_zap_threshold
+	echo 0 > $VM/parallel_zap
+	echo 262144 > $VM/parallel_free_threshold
+}
+
 full_case_zap() {
 	[ "$(arg mtjob.free)" = test ] || return 0
 	run_zap "$@"
@@ -565,6 +594,7 @@ test|quick)
 	# each, plus a fork and exit every eighth round.
 	run_case lowest-threshold with_sysctl parallel_free_threshold $LOWEST free_test loop 60 96
 	zap_cases
+	mm_selftests
 	;;
 isolcpus)
 	# Booted with isolcpus=domain,1 on two vCPUs: the only other CPU is
