@@ -232,6 +232,19 @@ static long rusage_us(const struct rusage *ru)
 	       ru->ru_utime.tv_usec + ru->ru_stime.tv_usec;
 }
 
+/* Makes the pipes @ready (child to parent) and @go (parent to child), forks. */
+static pid_t fork_piped(int ready[2], int go[2])
+{
+	pid_t pid;
+
+	if (pipe(ready) || pipe(go))
+		die("pipe");
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	return pid;
+}
+
 /*
  * The growth of the cgroup's usage_usec over a child's exit, against the CPU
  * time spent meanwhile by the parent and by the child (from its own clock
@@ -245,11 +258,7 @@ static void do_acct_exit(const char *label, size_t bytes)
 	pid_t pid;
 	char c;
 
-	if (pipe(ready) || pipe(go))
-		die("pipe");
-	pid = fork();
-	if (pid < 0)
-		die("fork");
+	pid = fork_piped(ready, go);
 	if (!pid) {
 		long t;
 
@@ -310,11 +319,7 @@ static void do_held(size_t bytes)
 		fprintf(stderr, "free_test: /proc/vmstat has no %s\n", key);
 		exit(1);
 	}
-	if (pipe(ready) || pipe(go))
-		die("pipe");
-	pid = fork();
-	if (pid < 0)
-		die("fork");
+	pid = fork_piped(ready, go);
 	if (!pid) {
 		char *p = map_touch(bytes, 0);
 
