@@ -250,8 +250,8 @@ static bool mt_job_padata_usable(void)
 /*
  * A job of one thread placed on no node, on the Rust engine: one call on the
  * caller, as padata runs a job of one work and as kernel::mt_job runs it
- * after building its plan (Job::run_alone()), without the plan (its fixed
- * cost, measured with make bench-engine).  With lockdep the call is followed
+ * after building its plan (Job::run_alone()), without the cost of the plan.
+ * With lockdep the call is followed
  * by the join's acquisition of the call site's class, as that of the
  * engine's scope, so that lockdep learns the same ordering from it as from
  * the site's larger jobs.
@@ -261,14 +261,13 @@ static int mt_job_run_alone(const struct mt_job *job,
 			    struct lock_class_key *key, const char *class_name)
 {
 	int ret = mt_job_chunk(job, job->start, job->start + job->size);
-#ifdef CONFIG_LOCKDEP
 	struct lockdep_map map;
 
+	/* Without lockdep, an empty map and no code. */
 	lockdep_init_map_type(&map, class_name, key, 0, LD_WAIT_INV,
 			      LD_WAIT_INV, LD_LOCK_NORMAL);
 	lock_map_acquire(&map);
 	lock_map_release(&map);
-#endif
 	report->nr_threads = 1;
 	return ret;
 }

@@ -480,6 +480,9 @@ static void mt_job_test_one_thread(struct kunit *test)
 			KUNIT_EXPECT_FALSE(test, r->chunks[0].worker);
 			KUNIT_EXPECT_EQ(test, rep.nr_threads, 1);
 			KUNIT_EXPECT_EQ(test, rep.nr_off_node, 0UL);
+			if (IS_ENABLED(CONFIG_MT_JOB_RUST))
+				KUNIT_EXPECT_EQ(test, rep.engine,
+						MT_JOB_ENGINE_RUST);
 			if (!errs[e])
 				expect_each_once(test, r);
 		}
@@ -1220,10 +1223,10 @@ static void mt_job_test_alloc_failure(struct kunit *test)
 #endif
 }
 
-static bool lockdep_report;
-module_param(lockdep_report, bool, 0444);
+static int lockdep_report;
+module_param(lockdep_report, int, 0444);
 MODULE_PARM_DESC(lockdep_report,
-		 "Run mt_job_test_lockdep_report, which ends lockdep for the boot");
+		 "Run mt_job_test_lockdep_report, which ends lockdep for the boot: 1 joins two threads, 2 runs a job of one thread");
 
 static DEFINE_MUTEX(mt_job_test_mutex);
 
@@ -1244,13 +1247,17 @@ static int lockdep_caller_fn(void *arg)
 {
 	struct concurrent *c = arg;
 
-	/* First the helpers take the mutex, then the caller joins holding it. */
+	/*
+	 * First the helpers take the mutex, then the caller joins holding it:
+	 * two threads, or one (mt_job_run_alone(), whose call is followed by
+	 * the join's acquisition).
+	 */
 	c->ret = lockdep_run(&c->job);
 	if (!c->ret) {
 		struct rec *r = c->r;
 		struct mt_job job = job_of(r, 0, r->nr);
 
-		job.max_threads = 2;
+		job.max_threads = lockdep_report == 2 ? 1 : 2;
 		mutex_lock(&mt_job_test_mutex);
 		c->ret = lockdep_run(&job);
 		mutex_unlock(&mt_job_test_mutex);
@@ -1264,7 +1271,8 @@ static int lockdep_caller_fn(void *arg)
  * that joins its helpers while holding it, is reported as a possible
  * deadlock even though it did not happen.  The report turns lockdep off for
  * the rest of the boot, so this runs only with mt_job_test.lockdep_report=1
- * (make check boots it alone and expects the report).
+ * (a join of two threads) or 2 (a job of one thread under the mutex); make
+ * check boots it alone with each and expects the report.
  */
 static void mt_job_test_lockdep_report(struct kunit *test)
 {

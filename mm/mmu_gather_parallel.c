@@ -234,14 +234,10 @@ static void tlb_parallel_free_release(struct mmu_gather *tlb)
 	tlb->parallel_free_helpers = 0;
 }
 
-/* nr_parallel_free_held: a grown gather's pages, until its flush. */
+/* nr_parallel_free_held: a grown gather's pages to free, until its flush. */
 static void tlb_parallel_free_hold(struct mmu_gather *tlb, unsigned long pages)
 {
-	if (!tlb->parallel_free_held)
-		tlb->parallel_free_held_nid = numa_node_id();
-	mod_node_page_state(NODE_DATA(tlb->parallel_free_held_nid),
-			    NR_PARALLEL_FREE_HELD,
-			    (long)pages - (long)tlb->parallel_free_held);
+	parallel_free_held_add((long)pages - (long)tlb->parallel_free_held);
 	tlb->parallel_free_held = pages;
 }
 
@@ -347,7 +343,7 @@ bool __tlb_parallel_free_grow(struct mmu_gather *tlb)
 		if (trace_tlb_parallel_free_enabled())
 			tlb->parallel_free_grown_ns = local_clock();
 	}
-	tlb_parallel_free_hold(tlb, tlb->parallel_free_pages);
+	tlb_parallel_free_hold(tlb, tlb->parallel_free_freeable);
 	return true;
 }
 

@@ -122,11 +122,13 @@
 /* vm.parallel_zap_threshold: the default of vm.parallel_free_threshold. */
 #define ZAP_PARALLEL_DEFAULT_PAGES	(SZ_1G >> PAGE_SHIFT)
 /*
- * The smallest chunk, in blocks: 32 MiB of address space (16 blocks of
- * 2 MiB on x86-64 with 4 KiB pages; one block where PMD_SIZE is larger), so
- * that a chunk's gather, TLB flush and lookup cost little next to its zap of
- * up to 8192 entries.  Not a constant everywhere: on powerpc PMD_SIZE is
- * known at boot.
+ * The smallest chunk at the default threshold, in blocks: 32 MiB of address
+ * space (16 blocks of 2 MiB on x86-64 with 4 KiB pages; one block where
+ * PMD_SIZE is larger), so that a chunk's gather, TLB flush and lookup cost
+ * little next to its zap of up to 8192 entries.  A threshold lowered below
+ * twice that shrinks it (zap_parallel_min_chunk()), trading that cost for
+ * parallel zaps of smaller mms.  Not a constant everywhere: on powerpc
+ * PMD_SIZE is known at boot.
  */
 #define ZAP_PARALLEL_MIN_CHUNK		max_t(unsigned long, SZ_32M / PMD_SIZE, 1)
 /* vm.parallel_zap_max_helpers: two per node with memory, as the free. */
