@@ -201,7 +201,7 @@ bench-hugetlb: kernel-bench
 # zap against serial and the parallel free on 2 vCPUs, 9 runs:
 #   make bench-free CPUS=2 REPEAT=9 MODES=off,by_node,zap THP=0,1 WHAT=exit
 # One boot runs every row: 9 runs of exits of 2, 4 and 6 GiB, THP off and
-# on, in three modes took about 90 minutes here (TCG, 2 cores).
+# on, in three modes took 50 minutes here (TCG, 2 cores; 2026-11-26).
 FREE_TIMEOUT ?= 7800
 bench-free: kernel-bench
 	$(PYTHON_PLOT) scripts/guest.py freebench --kbuild $(KBUILD_BENCH) \
