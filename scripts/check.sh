@@ -133,7 +133,7 @@ checkpatch() {
 	done <<-'EOF'
 	workqueue:.add.workqueue_unbound_cpumask tj@kernel.org
 	sched:.add.queries peterz@infradead.org,mingo@redhat.com
-	mm:.memcontrol:.add.mem_cgroup_task_margin hannes@cmpxchg.org,mhocko@kernel.org,roman.gushchin@linux.dev,shakeel.butt@linux.dev,muchun.song@linux.dev,cgroups@vger.kernel.org,linux-mm@kvack.org
+	mm:.memcontrol:.add.mem_cgroup_task_margin hannes@cmpxchg.org,mhocko@kernel.org,akpm@linux-foundation.org,roman.gushchin@linux.dev,shakeel.butt@linux.dev,muchun.song@linux.dev,cgroups@vger.kernel.org,linux-mm@kvack.org
 	mm:.free.the.pages.of.large.teardowns will@kernel.org,akpm@linux-foundation.org,linux-arch@vger.kernel.org,linux-mm@kvack.org
 	rust:.workqueue:.add.scoped rust-for-linux@vger.kernel.org
 	rust:.add.kernel::mt_job maintainers@users.noreply,linux-mm@kvack.org,rust-for-linux@vger.kernel.org
@@ -216,7 +216,7 @@ failed=$((failed + ${kf:-0} + ${kc:-0}))
 # join of two threads (mt_job_test.lockdep_report=1), once with a job of one
 # thread, which mt_job_run() runs without the Rust engine (=2).
 lockdep_report() {
-	local mode
+	local mode want
 	for mode in 1 2; do
 		(cd "$TREE" && python3 tools/testing/kunit/kunit.py exec \
 			--build_dir "$KBUILD" --kunitconfig "$OVERLAY/tests/mt_job.kunitconfig" \
@@ -228,6 +228,11 @@ lockdep_report() {
 			{ tail -n 20 "$logs/lockdep-$mode.log"; return 1; }
 		grep -q 'possible circular locking dependency' "$logs/lockdep-kernel-$mode.log" ||
 			{ echo "no lockdep report in $logs/lockdep-kernel-$mode.log"; return 1; }
+		# Which join reported: the Rust scope's (1), mt_job_run()'s own (2).
+		want=lockdep_join
+		[ $mode = 2 ] && want='at: __mt_job_run'
+		grep -q "(lockdep_run){.*$want" "$logs/lockdep-kernel-$mode.log" ||
+			{ echo "the report of mode $mode is not at $want"; return 1; }
 	done
 	echo "lockdep reported a join under a mutex the job's helpers take, of two threads and of one"
 }
@@ -235,7 +240,7 @@ stage lockdep lockdep_report; count $?
 
 # The guest suites in CI's 'make check': hugetlbtest boots the Rust engine on
 # every scenario and padata on the first three (hugetlbtest --quick),
-# freetest runs 17 of its 31 free cases, 14 of its 19 zap cases and half
+# freetest runs 18 of its 32 free cases, 14 of its 19 zap cases and half
 # the hotplug time (freetest --quick, see tests/guest/free.sh); 'make
 # check-full' runs them whole.
 quick=--quick
