@@ -1280,7 +1280,7 @@ static void mt_job_test_lockdep_report(struct kunit *test)
 	int lo, hi;
 
 	if (!lockdep_report)
-		kunit_skip(test, "needs mt_job_test.lockdep_report=1");
+		kunit_skip(test, "needs mt_job_test.lockdep_report=1 or 2");
 	if (!IS_ENABLED(CONFIG_PROVE_LOCKING) || num_node_state(N_CPU) < 2)
 		kunit_skip(test, "needs CONFIG_PROVE_LOCKING and 2 nodes with CPUs");
 	KUNIT_ASSERT_TRUE(test, debug_locks);
