@@ -251,10 +251,9 @@ static bool mt_job_padata_usable(void)
  * A job of one thread placed on no node, on the Rust engine: one call on the
  * caller, as padata runs a job of one work and as kernel::mt_job runs it
  * after building its plan (Job::run_alone()), without the cost of the plan.
- * With lockdep the call is followed
- * by the join's acquisition of the call site's class, as that of the
- * engine's scope, so that lockdep learns the same ordering from it as from
- * the site's larger jobs.
+ * With lockdep the call is followed by the join's acquisition of the call
+ * site's class, as that of the engine's scope, so that lockdep learns the
+ * same ordering from it as from the site's larger jobs.
  */
 static int mt_job_run_alone(const struct mt_job *job,
 			    struct mt_job_report *report,
