@@ -17,6 +17,7 @@
  */
 
 #include <linux/bug.h>
+#include <linux/cpumask.h>
 #include <linux/err.h>
 #include <linux/errno.h>
 #include <linux/export.h>
@@ -28,11 +29,14 @@
 #include <linux/moduleparam.h>
 #include <linux/mt_job.h>
 #include <linux/nodemask.h>
+#include <linux/numa.h>
 #include <linux/overflow.h>
 #include <linux/padata.h>
 #include <linux/rwsem.h>
 #include <linux/sched/clock.h>
+#include <linux/smp.h>
 #include <linux/string.h>
+#include <linux/topology.h>
 
 #define CREATE_TRACE_POINTS
 #include <trace/events/mt_job.h>
@@ -248,14 +252,80 @@ static bool mt_job_padata_usable(void)
 #endif
 
 /*
- * A job of one thread placed on no node, on the Rust engine: one call on the
- * caller, as padata runs a job of one work and as kernel::mt_job runs it
- * after building its plan (Job::run_alone()), without the cost of the plan.
- * With lockdep the call is followed by the join's acquisition of the call
- * site's class, as that of the engine's scope, so that lockdep learns the
- * same ordering from it as from the site's larger jobs.
+ * Whether the caller runs on a CPU of @nid, as kernel::mt_job asks it: under
+ * NUMA emulation a CPU is in every emulated node of its physical node.
  */
-static int mt_job_run_alone(const struct mt_job *job,
+static bool mt_job_on_node(int nid)
+{
+	return nid == numa_node_id() ||
+	       cpumask_test_cpu(raw_smp_processor_id(), cpumask_of_node(nid));
+}
+
+/*
+ * The node kernel::mt_job places the one chunk of a by-index job of one
+ * thread on: its first index's node, a node without CPUs counting as its
+ * nearest with CPUs; NUMA_NO_NODE for none.
+ */
+static int mt_job_first_node(const struct mt_job *job)
+{
+	int nid = job->node_of(job->start, job->fn_arg);
+
+	if (nid < 0 || nid >= MAX_NUMNODES || !node_possible(nid))
+		return NUMA_NO_NODE;
+	if (!node_state(nid, N_CPU))
+		nid = numa_nearest_node(nid, N_CPU);
+	return nid != NUMA_NO_NODE && node_state(nid, N_CPU) ? nid :
+							      NUMA_NO_NODE;
+}
+
+/*
+ * Whether the Rust engine would run a job of one thread on the caller, and
+ * whether its chunk is then off its node: a job placed on no node, a
+ * by-index job (its chunk is only counted when off its node), or a node or
+ * strict job whose node is the caller's. Otherwise its chunk goes to a
+ * helper on that node, through the engine.
+ */
+static bool mt_job_caller_alone(const struct mt_job *job, bool *off_node)
+{
+	int nid;
+
+	*off_node = false;
+	switch (job->affinity) {
+	case MT_JOB_AFFINITY_NODE:
+		return mt_job_on_node(job->node);
+	case MT_JOB_AFFINITY_BY_INDEX:
+	case MT_JOB_AFFINITY_BY_INDEX_STRICT:
+		nid = mt_job_first_node(job);
+		if (nid == NUMA_NO_NODE || mt_job_on_node(nid))
+			return true;
+		*off_node = true;
+		return job->affinity == MT_JOB_AFFINITY_BY_INDEX;
+	default:
+		return true;
+	}
+}
+
+/*
+ * Whether kernel::mt_job's plan gives the job one thread before it reads the
+ * CPU counts: one allowed, or, as padata counts them, fewer than two units of
+ * max(min_chunk, align) in the range.
+ */
+static bool mt_job_one_thread(const struct mt_job *job, int max_threads)
+{
+	return max_threads == 1 || !IS_ENABLED(CONFIG_SMP) ||
+	       job->size / max(job->min_chunk, job->align) < 2;
+}
+
+/*
+ * A job of one thread that the Rust engine would run on the caller
+ * (mt_job_caller_alone()): one call on the caller, as padata runs a job of
+ * one work and as kernel::mt_job runs it after building its plan
+ * (Job::run_alone()), without the cost of the plan. With lockdep the call is
+ * followed by the join's acquisition of the call site's class, as that of
+ * the engine's scope, so that lockdep learns the same ordering from it as
+ * from the site's larger jobs.
+ */
+static int mt_job_run_alone(const struct mt_job *job, bool off_node,
 			    struct mt_job_report *report,
 			    struct lock_class_key *key, const char *class_name)
 {
@@ -268,6 +338,7 @@ static int mt_job_run_alone(const struct mt_job *job,
 	lock_map_acquire(&map);
 	lock_map_release(&map);
 	report->nr_threads = 1;
+	report->nr_off_node = off_node;
 	return ret;
 }
 
@@ -320,7 +391,7 @@ int __mt_job_run(const struct mt_job *job, struct mt_job_report *report,
 	int cap = READ_ONCE(mt_job_max_threads);
 	struct mt_job_report rep = {};
 	int max_threads = job->max_threads;
-	bool ran = false;
+	bool ran = false, off_node;
 	u64 start_ns = 0;
 	int ret;
 
@@ -340,10 +411,10 @@ int __mt_job_run(const struct mt_job *job, struct mt_job_report *report,
 	if (cap > 0)
 		max_threads = min(max_threads, cap);
 
-	if (max_threads == 1 && rep.engine == MT_JOB_ENGINE_RUST &&
-	    (job->affinity == MT_JOB_AFFINITY_NONE ||
-	     job->affinity == MT_JOB_AFFINITY_INTERLEAVE)) {
-		ret = mt_job_run_alone(job, &rep, key, class_name);
+	if (rep.engine == MT_JOB_ENGINE_RUST &&
+	    mt_job_one_thread(job, max_threads) &&
+	    mt_job_caller_alone(job, &off_node)) {
+		ret = mt_job_run_alone(job, off_node, &rep, key, class_name);
 		goto out;
 	}
 

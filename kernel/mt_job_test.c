@@ -450,7 +450,9 @@ static void mt_job_test_small(struct kunit *test)
 /*
  * A job of one thread placed on no node is one call over the whole range on
  * the caller (mt_job_run_alone() on the Rust engine), whatever its alignment,
- * minimum chunk and gfp, and returns its chunk's error as a larger job does.
+ * minimum chunk and gfp, and returns its chunk's error as a larger job does;
+ * so is one of up to 8 threads whose range holds fewer than two minimum
+ * chunks.
  */
 static void mt_job_test_one_thread(struct kunit *test)
 {
@@ -458,33 +460,39 @@ static void mt_job_test_one_thread(struct kunit *test)
 		MT_JOB_AFFINITY_NONE, MT_JOB_AFFINITY_INTERLEAVE,
 	};
 	static const int errs[] = { 0, -ENOSPC, -MAX_ERRNO - 1 };
-	unsigned int a, e;
+	unsigned int a, e, small;
 
-	for (a = 0; a < ARRAY_SIZE(affs); a++) {
-		for (e = 0; e < ARRAY_SIZE(errs); e++) {
-			struct rec *r = rec_alloc(test, 100, 5000);
-			struct mt_job job = job_of(r, 100, 5000);
-			struct mt_job_report rep;
-			int want = errs[e] < -MAX_ERRNO ? -EINVAL : errs[e];
+	for (small = 0; small < 2; small++) {
+		for (a = 0; a < ARRAY_SIZE(affs); a++) {
+			for (e = 0; e < ARRAY_SIZE(errs); e++) {
+				struct rec *r = rec_alloc(test, 100, 5000);
+				struct mt_job job = job_of(r, 100, 5000);
+				struct mt_job_report rep;
+				int want = errs[e] < -MAX_ERRNO ? -EINVAL :
+								 errs[e];
 
-			job.align = 64;
-			job.min_chunk = 7;
-			job.affinity = affs[a];
-			job.gfp = e == 1 ? GFP_NOWAIT : GFP_KERNEL;
-			r->fail_at = errs[e] ? 4000 : ULONG_MAX;
-			r->fail_errno = errs[e];
-			KUNIT_EXPECT_EQ(test, mt_job_run_report(&job, &rep), want);
-			KUNIT_ASSERT_EQ(test, atomic_read(&r->calls), 1);
-			KUNIT_EXPECT_EQ(test, r->chunks[0].start, 100UL);
-			KUNIT_EXPECT_EQ(test, r->chunks[0].end, 5100UL);
-			KUNIT_EXPECT_FALSE(test, r->chunks[0].worker);
-			KUNIT_EXPECT_EQ(test, rep.nr_threads, 1);
-			KUNIT_EXPECT_EQ(test, rep.nr_off_node, 0UL);
-			if (IS_ENABLED(CONFIG_MT_JOB_RUST))
-				KUNIT_EXPECT_EQ(test, rep.engine,
-						MT_JOB_ENGINE_RUST);
-			if (!errs[e])
-				expect_each_once(test, r);
+				job.align = 64;
+				job.min_chunk = small ? 4096 : 7;
+				job.max_threads = small ? 8 : 1;
+				job.affinity = affs[a];
+				job.gfp = e == 1 ? GFP_NOWAIT : GFP_KERNEL;
+				r->fail_at = errs[e] ? 4000 : ULONG_MAX;
+				r->fail_errno = errs[e];
+				KUNIT_EXPECT_EQ(test,
+						mt_job_run_report(&job, &rep),
+						want);
+				KUNIT_ASSERT_EQ(test, atomic_read(&r->calls), 1);
+				KUNIT_EXPECT_EQ(test, r->chunks[0].start, 100UL);
+				KUNIT_EXPECT_EQ(test, r->chunks[0].end, 5100UL);
+				KUNIT_EXPECT_FALSE(test, r->chunks[0].worker);
+				KUNIT_EXPECT_EQ(test, rep.nr_threads, 1);
+				KUNIT_EXPECT_EQ(test, rep.nr_off_node, 0UL);
+				if (IS_ENABLED(CONFIG_MT_JOB_RUST))
+					KUNIT_EXPECT_EQ(test, rep.engine,
+							MT_JOB_ENGINE_RUST);
+				if (!errs[e])
+					expect_each_once(test, r);
+			}
 		}
 	}
 }
@@ -769,14 +777,20 @@ static void mt_job_test_nowait(struct kunit *test)
 }
 
 /*
- * A strict job of one thread is one chunk, which runs on its node: on a
- * helper there when the caller is elsewhere (here kept on another node).
+ * A job of one thread is one chunk. Placed on a node (node and strict
+ * affinities), it runs on that node: on the caller when it is there, else on
+ * a helper there. A by-index one runs on the caller wherever it is, and
+ * counts as off its node when the caller is elsewhere. Here the chunk's node
+ * is @hi and the caller is kept on @lo, then on @hi.
  */
-static void mt_job_test_strict_one_thread(struct kunit *test)
+static void mt_job_test_placed_one_thread(struct kunit *test)
 {
+	static const enum mt_job_affinity affs[] = {
+		MT_JOB_AFFINITY_NODE, MT_JOB_AFFINITY_BY_INDEX,
+		MT_JOB_AFFINITY_BY_INDEX_STRICT,
+	};
 	struct by_index b = { .half = 0 };
-	struct mt_job job;
-	struct mt_job_report rep;
+	unsigned int a, on_hi;
 
 	if (num_node_state(N_CPU) < 2)
 		kunit_skip(test, "needs 2 nodes with CPUs");
@@ -784,22 +798,38 @@ static void mt_job_test_strict_one_thread(struct kunit *test)
 		kunit_skip(test, "padata runs a job of one thread on the caller");
 	b.lo = first_node_with_cpus();
 	b.hi = next_node_in(b.lo, node_states[N_CPU]);
-	b.r = rec_alloc(test, 0, 1 << 10);
-	job = job_of(b.r, 0, b.r->nr);
-	job.thread_fn = by_index_fn;
-	job.fn_arg = &b;
-	job.max_threads = 1;
-	job.affinity = MT_JOB_AFFINITY_BY_INDEX_STRICT;
-	job.node_of = by_index_node;
-	KUNIT_ASSERT_EQ(test, set_cpus_allowed_ptr(current,
-						   cpumask_of_node(b.lo)), 0);
-	KUNIT_EXPECT_EQ(test, mt_job_run_report(&job, &rep), 0);
-	set_cpus_allowed_ptr(current, cpu_possible_mask);
-	expect_each_once(test, b.r);
-	KUNIT_EXPECT_EQ(test, b.r->nr_chunks, 1U);
-	KUNIT_EXPECT_EQ(test, b.r->chunks[0].node, b.hi);
-	KUNIT_EXPECT_EQ(test, rep.nr_off_node, 0UL);
-	KUNIT_EXPECT_EQ(test, rep.nr_threads, 1);
+	for (a = 0; a < ARRAY_SIZE(affs); a++) {
+		for (on_hi = 0; on_hi < 2; on_hi++) {
+			bool by_index = affs[a] == MT_JOB_AFFINITY_BY_INDEX;
+			int caller = on_hi ? b.hi : b.lo;
+			struct mt_job_report rep;
+			struct mt_job job;
+
+			b.r = rec_alloc(test, 0, 1 << 10);
+			job = job_of(b.r, 0, b.r->nr);
+			job.thread_fn = by_index_fn;
+			job.fn_arg = &b;
+			job.max_threads = 1;
+			job.affinity = affs[a];
+			job.node = b.hi;
+			job.node_of = by_index_node;
+			KUNIT_ASSERT_EQ(test, set_cpus_allowed_ptr(current,
+					cpumask_of_node(caller)), 0);
+			KUNIT_EXPECT_EQ(test, mt_job_run_report(&job, &rep), 0);
+			set_cpus_allowed_ptr(current, cpu_possible_mask);
+			expect_each_once(test, b.r);
+			KUNIT_ASSERT_EQ(test, b.r->nr_chunks, 1U);
+			KUNIT_EXPECT_EQ(test, b.r->chunks[0].node,
+					by_index ? caller : b.hi);
+			/* A helper only for a placed chunk off the caller. */
+			KUNIT_EXPECT_EQ(test, b.r->chunks[0].worker,
+					!by_index && !on_hi);
+			KUNIT_EXPECT_EQ(test, rep.nr_off_node,
+					by_index && !on_hi ? 1UL : 0UL);
+			KUNIT_EXPECT_EQ(test, rep.nr_threads, 1);
+			KUNIT_EXPECT_EQ(test, rep.engine, MT_JOB_ENGINE_RUST);
+		}
+	}
 }
 
 static int first_node_without_cpus(void)
@@ -1316,7 +1346,7 @@ static struct kunit_case mt_job_test_cases[] = {
 	KUNIT_CASE(mt_job_test_nowait),
 	KUNIT_CASE(mt_job_test_strict_nowait),
 	KUNIT_CASE(mt_job_test_one_thread),
-	KUNIT_CASE(mt_job_test_strict_one_thread),
+	KUNIT_CASE(mt_job_test_placed_one_thread),
 	KUNIT_CASE(mt_job_test_cpuless_node),
 	KUNIT_CASE(mt_job_test_cpuless_nearest),
 	KUNIT_CASE_SLOW(mt_job_test_hotplug),
