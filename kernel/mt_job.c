@@ -263,8 +263,8 @@ static bool mt_job_on_node(int nid)
 
 /*
  * The node kernel::mt_job places the one chunk of a by-index job of one
- * thread on: its first index's node, a node without CPUs counting as its
- * nearest with CPUs; NUMA_NO_NODE for none.
+ * thread on: its first index's node, or NUMA_NO_NODE for none.
+ * A node without CPUs counts as its nearest node with CPUs.
  */
 static int mt_job_first_node(const struct mt_job *job)
 {

@@ -802,6 +802,7 @@ static void mt_job_test_placed_one_thread(struct kunit *test)
 		for (on_hi = 0; on_hi < 2; on_hi++) {
 			bool by_index = affs[a] == MT_JOB_AFFINITY_BY_INDEX;
 			int caller = on_hi ? b.hi : b.lo;
+			const struct cpumask *mask;
 			struct mt_job_report rep;
 			struct mt_job job;
 
@@ -813,8 +814,9 @@ static void mt_job_test_placed_one_thread(struct kunit *test)
 			job.affinity = affs[a];
 			job.node = b.hi;
 			job.node_of = by_index_node;
-			KUNIT_ASSERT_EQ(test, set_cpus_allowed_ptr(current,
-					cpumask_of_node(caller)), 0);
+			mask = cpumask_of_node(caller);
+			KUNIT_ASSERT_EQ(test,
+					set_cpus_allowed_ptr(current, mask), 0);
 			KUNIT_EXPECT_EQ(test, mt_job_run_report(&job, &rep), 0);
 			set_cpus_allowed_ptr(current, cpu_possible_mask);
 			expect_each_once(test, b.r);

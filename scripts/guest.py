@@ -92,16 +92,15 @@ def die(msg):
 # processes map, fork, exit and munmap() in ways the zap must get right
 # (process_mrelease(), COW, mlock, guard regions, droppable, sealed and
 # hugetlb mappings), built statically from the kernel tree.
-# Left out until the test kernel has what they need (they failed on
-# 2026-11-26 for that alone): ksm_functional_tests and mkdirty write
-# through /proc/self/mem (CONFIG_PROC_MEM_ALWAYS_FORCE; the test kernel
-# has PROC_MEM_FORCE_PTRACE), map_populate needs socketpair()
-# (CONFIG_UNIX), soft-dirty CONFIG_MEM_SOFT_DIRTY; uffd-unit-tests passes
-# with every case skipped without CONFIG_USERFAULTFD.
+# The test kernel enables what they need (tests/mt_job.kunitconfig).
+# Left out: map_populate, which needs socketpair() (CONFIG_NET and
+# CONFIG_UNIX: a network stack the test kernel has no other use for).
 MM_SELFTESTS = (
     "cow", "droppable", "guard-regions", "hugetlb-madvise",
-    "madv_populate", "map_fixed_noreplace", "merge", "mlock2-tests",
-    "mrelease_test", "mremap_dontunmap", "mseal_test", "process_madv",
+    "ksm_functional_tests", "madv_populate", "map_fixed_noreplace",
+    "merge", "mkdirty", "mlock2-tests", "mrelease_test",
+    "mremap_dontunmap", "mseal_test", "process_madv", "soft-dirty",
+    "uffd-unit-tests",
 )
 
 
@@ -735,6 +734,12 @@ FREE_CASES = {
     "memcg-roomy": ("memory.max 3500M, room for the threshold: parallel",
                     lambda pf, pft, pff, png, pnm, pnb: pf >= 1
                     and pnm == 0),
+    # A node below its low watermark (NODELOW, node_low_checks()): growth
+    # refused for memory at every round, never for good.
+    "node-low": ("a node below its low watermark: rounds refused growth "
+                 "for memory, none for good, nothing parallel",
+                 lambda pf, pft, pff, png, pnm, pnb: pnm >= 1 and png == 0
+                 and pf == 0),
     "by-node-off": ("parallel", lambda pf, *_: pf >= 1),
     # Killed in munmap() or not, depending on timing: only what holds in
     # both cases is checked (the workload, memory, a clean log).
@@ -971,6 +976,19 @@ def free_trace_checks(check, log):
           f"({len(jobs)} events: {jobs[:2]})")
 
 
+NODELOW_RE = re.compile(r"^NODELOW node=(\d+) huge=(\d+) free=(\d+) "
+                        r"low=(\d+)$", re.M)
+
+
+def node_low_checks(check, log):
+    """node-low's premise: its node was below its low watermark, held
+    there by huge pages, when the teardown started."""
+    m = NODELOW_RE.search(log)
+    check(m is not None and int(m[2]) > 0 and int(m[3]) < int(m[4]),
+          "node-low: the node's free pages below its low watermark, held by "
+          f"huge pages ({m.group(0) if m else 'no NODELOW line'})")
+
+
 def cmd_freetest(args):
     check = Checks()
     # One boot runs every case (about 19 minutes with --quick under TCG on
@@ -995,6 +1013,7 @@ def cmd_freetest(args):
     free_trace_checks(check, log)
     held_checks(check, log)
     held_sample_checks(check, log)
+    node_low_checks(check, log)
     mm_selftest_checks(check, log)
     free_memory_checks(check, "", main_cases,
                        free_tolerance_kb(args))

@@ -7,7 +7,8 @@ the whole with 'stress: N passed, N failed'.
   random   the randomized KUnit suite (mt_job_random) with many more jobs
            and a new seed, on the main kernel
   kasan    a KASAN (generic) + UBSAN kernel (build/kbuild-7.3-kasan): KUnit, the
-           boot tests, the free tests (not with --quick), and fault
+           boot tests, the free tests (not with --quick; those of
+           'make check' only with --free-quick), and fault
            injection (failslab and fail_page_alloc on GFP_NOWAIT
            allocations during teardowns)
   kcsan    a KCSAN kernel (build/kbuild-7.3-kcsan): KUnit and the free tests;
@@ -209,7 +210,8 @@ def part_kasan(args, check):
     if not args.quick:
         # KASAN under TCG: several times the normal 6 minutes.
         guest_cmd(args, "kasan", "freetest", kbuild, check, "--timeout",
-                  "7200", "--append", KASAN_APPEND)
+                  "7200", "--append", KASAN_APPEND,
+                  *(["--quick"] if args.free_quick else []))
     # Fault injection during teardowns, parallel free at its lowest
     # threshold.
     g = guest_args(args, kbuild, 2, 4, 8)
@@ -251,7 +253,8 @@ def part_kcsan(args, check):
         return
     g = guest_args(args, kbuild, 2, 4, 8)
     g.timeout = 7200
-    r, log = guest.boot(g, "rust", "mtjob.free=test")
+    r, log = guest.boot(g, "rust", "mtjob.free="
+                        + ("quick" if args.free_quick else "test"))
     path = guest.save_log(g, "kcsan-free.log", log)
     ours, others = kcsan_reports(log)
     check(r["ok"], f"kcsan: the free tests ran ({r['wall']:.0f} s; {path})")
@@ -378,6 +381,10 @@ def main():
     ap.add_argument("--quick", action="store_true",
                     help="kasan/kcsan: KUnit, boot tests and fault "
                     "injection only, no free tests (about 25 minutes less)")
+    ap.add_argument("--free-quick", action="store_true",
+                    help="kasan/kcsan: the free tests as 'make check' runs "
+                    "them (freetest --quick: every parallel zap case and the "
+                    "mm selftests, not the cases of the full run only)")
     ap.add_argument("--logdir", default=os.path.join(REPO, "build", "logs",
                                                      "stress"))
     args = ap.parse_args()

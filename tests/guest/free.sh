@@ -123,6 +123,32 @@ in_cgroup() {
 	sh -c 'echo $$ > '"$cg"'/cgroup.procs && exec "$@"' sh "$@"
 }
 
+# The last node's free pages and low watermarks, summed over its zones.
+node_watermark() {
+	awk -v n="$1" '$1 == "Node" { node = $2 + 0 }
+		node == n && $1 == "pages" && $2 == "free" { free += $3 }
+		node == n && $1 == "low" { low += $2 }
+		END { printf "free=%d low=%d", free, low }' /proc/zoneinfo
+}
+
+# The last node held below its low watermark by 2M huge pages (more asked
+# for than it has; nothing there for kswapd to reclaim): a 2 GiB munmap()
+# is refused growth for memory, round after round, never for good.
+node_low() {
+	nl_node=$(ls -d /sys/devices/system/node/node* | sed 's/.*node//' |
+		sort -n | tail -n 1)
+	nl_nr=/sys/devices/system/node/node$nl_node/hugepages/hugepages-2048kB/nr_hugepages
+	[ "$nl_node" -gt 0 ] && [ -e "$nl_nr" ] ||
+		{ echo "free.sh: node-low: needs two nodes and hugetlbfs"; return 1; }
+	echo 1000000 > "$nl_nr"
+	echo "NODELOW node=$nl_node huge=$(cat "$nl_nr") $(node_watermark "$nl_node")"
+	free_test munmap 2048 0
+	nl_rc=$?
+	echo "NODELOW-AFTER node=$nl_node $(node_watermark "$nl_node")"
+	echo 0 > "$nl_nr"
+	return $nl_rc
+}
+
 # The OOM killer picks a task in the middle of its munmap(): the teardown
 # must stop growing, free everything and let the other task have its memory.
 oom_mid_teardown() {
@@ -533,12 +559,12 @@ echo "FREEDEFAULT parallel_free=$(cat $VM/parallel_free)" \
 	"counters=$(counters | awk '{ print $1 + $2 + $3 + $4 + $5 + $6 }')"
 swap_on_zram || echo "free.sh: no swap on zram"
 # mtjob.free=quick ('make check'): the cases run by full_case are left out;
-# 18 of 32 remain: off by default, the sysctl bounds, below the threshold,
+# 19 of 33 remain: off by default, the sysctl bounds, below the threshold,
 # munmap() of 2 GiB without THP and exit() with, a COW fork, a shared
 # mapping of page cache, three of the
 # policies that refuse helpers (SCHED_FIFO, nice 19, cpu.max), busy CPUs,
-# CPU accounting parallel and serial, a tight and a roomy memory cgroup, OOM
-# mid-teardown, the key switched during teardowns and the lowest threshold,
+# CPU accounting parallel and serial, a tight and a roomy memory cgroup, a
+# node below its low watermark, OOM mid-teardown, the key switched during teardowns and the lowest threshold,
 # then the zap's cases and the mm selftests; nothing of swap, concurrent exits,
 # pressure or vm.parallel_free_by_node=0.  mtjob.free=test ('make
 # check-full') runs every case.
@@ -601,6 +627,7 @@ test|quick)
 		free_test exit 2048 0
 	run_case memcg-roomy in_cgroup roomy memory.max 3500M \
 		free_test munmap 2048 0
+	run_case node-low node_low
 	full_case by-node-off with_sysctl parallel_free_by_node 0 free_test munmap 2048 0
 	run_case oom-mid-teardown oom_mid_teardown
 	run_case key-toggling toggling
