@@ -497,6 +497,34 @@ static void mt_job_test_one_thread(struct kunit *test)
 	}
 }
 
+/*
+ * The edge of a job of one thread: a range of two units of
+ * max(min_chunk, align) is two chunks when two threads may run it, one
+ * index less is one chunk on the caller, as padata counts them.
+ */
+static void mt_job_test_one_unit_edge(struct kunit *test)
+{
+	unsigned int less;
+
+	if (num_online_cpus() < 2)
+		kunit_skip(test, "needs 2 CPUs");
+	for (less = 0; less < 2; less++) {
+		struct rec *r = rec_alloc(test, 0, 128 - less);
+		struct mt_job job = job_of(r, 0, r->nr);
+		struct mt_job_report rep;
+
+		job.min_chunk = 64;
+		job.max_threads = 2;
+		KUNIT_ASSERT_EQ(test, mt_job_run_report(&job, &rep), 0);
+		expect_each_once(test, r);
+		KUNIT_EXPECT_EQ(test, r->nr_chunks, less ? 1U : 2U);
+		if (less) {
+			KUNIT_EXPECT_FALSE(test, r->chunks[0].worker);
+			KUNIT_EXPECT_EQ(test, rep.nr_threads, 1);
+		}
+	}
+}
+
 /* Ranges that end at ULONG_MAX, where rounding a boundary up overflows. */
 static void mt_job_test_ulong_max(struct kunit *test)
 {
@@ -798,6 +826,9 @@ static void mt_job_test_placed_one_thread(struct kunit *test)
 		kunit_skip(test, "padata runs a job of one thread on the caller");
 	b.lo = first_node_with_cpus();
 	b.hi = next_node_in(b.lo, node_states[N_CPU]);
+	/* Under numa=fake a CPU is on every emulated node of its own. */
+	if (cpumask_intersects(cpumask_of_node(b.lo), cpumask_of_node(b.hi)))
+		kunit_skip(test, "needs nodes that share no CPU");
 	for (a = 0; a < ARRAY_SIZE(affs); a++) {
 		for (on_hi = 0; on_hi < 2; on_hi++) {
 			bool by_index = affs[a] == MT_JOB_AFFINITY_BY_INDEX;
@@ -1348,6 +1379,7 @@ static struct kunit_case mt_job_test_cases[] = {
 	KUNIT_CASE(mt_job_test_nowait),
 	KUNIT_CASE(mt_job_test_strict_nowait),
 	KUNIT_CASE(mt_job_test_one_thread),
+	KUNIT_CASE(mt_job_test_one_unit_edge),
 	KUNIT_CASE(mt_job_test_placed_one_thread),
 	KUNIT_CASE(mt_job_test_cpuless_node),
 	KUNIT_CASE(mt_job_test_cpuless_nearest),

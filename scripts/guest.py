@@ -739,7 +739,7 @@ FREE_CASES = {
     "node-low": ("a node below its low watermark: rounds refused growth "
                  "for memory, none for good, nothing parallel",
                  lambda pf, pft, pff, png, pnm, pnb: pnm >= 1 and png == 0
-                 and pf == 0),
+                 and pnb == 0 and pf == 0),
     "by-node-off": ("parallel", lambda pf, *_: pf >= 1),
     # Killed in munmap() or not, depending on timing: only what holds in
     # both cases is checked (the workload, memory, a clean log).
@@ -978,15 +978,22 @@ def free_trace_checks(check, log):
 
 NODELOW_RE = re.compile(r"^NODELOW node=(\d+) huge=(\d+) free=(\d+) "
                         r"low=(\d+)$", re.M)
+NODELOW_AFTER_RE = re.compile(r"^NODELOW-AFTER node=(\d+) free=(\d+) "
+                              r"low=(\d+)$", re.M)
 
 
 def node_low_checks(check, log):
-    """node-low's premise: its node was below its low watermark, held
-    there by huge pages, when the teardown started."""
+    """node-low's premise: its node was below its low watermark (without
+    the boost, as the parallel free reads it), held there by huge pages,
+    when its teardown started and still when it ended."""
     m = NODELOW_RE.search(log)
     check(m is not None and int(m[2]) > 0 and int(m[3]) < int(m[4]),
           "node-low: the node's free pages below its low watermark, held by "
           f"huge pages ({m.group(0) if m else 'no NODELOW line'})")
+    m = NODELOW_AFTER_RE.search(log)
+    check(m is not None and int(m[2]) < int(m[3]),
+          "node-low: still below it after the teardown "
+          f"({m.group(0) if m else 'no NODELOW-AFTER line'})")
 
 
 def cmd_freetest(args):

@@ -383,8 +383,8 @@ def main():
                     "injection only, no free tests (about 25 minutes less)")
     ap.add_argument("--free-quick", action="store_true",
                     help="kasan/kcsan: the free tests as 'make check' runs "
-                    "them (freetest --quick: every parallel zap case and the "
-                    "mm selftests, not the cases of the full run only)")
+                    "them (freetest --quick: 14 of the 19 parallel zap cases "
+                    "and the mm selftests)")
     ap.add_argument("--logdir", default=os.path.join(REPO, "build", "logs",
                                                      "stress"))
     args = ap.parse_args()

@@ -123,29 +123,39 @@ in_cgroup() {
 	sh -c 'echo $$ > '"$cg"'/cgroup.procs && exec "$@"' sh "$@"
 }
 
-# The last node's free pages and low watermarks, summed over its zones.
+# A node's free pages and low watermarks, summed over its zones, as
+# tlb_parallel_free_memory_short() reads them: zoneinfo's "low" includes
+# the watermark boost, which it does not.
 node_watermark() {
 	awk -v n="$1" '$1 == "Node" { node = $2 + 0 }
 		node == n && $1 == "pages" && $2 == "free" { free += $3 }
+		node == n && $1 == "boost" { boost += $2 }
 		node == n && $1 == "low" { low += $2 }
-		END { printf "free=%d low=%d", free, low }' /proc/zoneinfo
+		END { printf "free=%d low=%d", free, low - boost }' /proc/zoneinfo
 }
 
-# The last node held below its low watermark by 2M huge pages (more asked
-# for than it has; nothing there for kswapd to reclaim): a 2 GiB munmap()
-# is refused growth for memory, round after round, never for good.
+# The last node held below its low watermark: vm.watermark_scale_factor at
+# 1000 puts low 10% of the node's memory above min, and 2M huge pages (more
+# asked for than it has) take the node's memory down towards min, which
+# allocations stop at; kswapd finds little to reclaim there.  A 2 GiB
+# munmap() is then refused growth for memory, round after round, never
+# for good.
 node_low() {
 	nl_node=$(ls -d /sys/devices/system/node/node* | sed 's/.*node//' |
 		sort -n | tail -n 1)
 	nl_nr=/sys/devices/system/node/node$nl_node/hugepages/hugepages-2048kB/nr_hugepages
 	[ "$nl_node" -gt 0 ] && [ -e "$nl_nr" ] ||
 		{ echo "free.sh: node-low: needs two nodes and hugetlbfs"; return 1; }
+	nl_wsf=$(cat $VM/watermark_scale_factor)
+	echo 1000 > $VM/watermark_scale_factor
 	echo 1000000 > "$nl_nr"
 	echo "NODELOW node=$nl_node huge=$(cat "$nl_nr") $(node_watermark "$nl_node")"
-	free_test munmap 2048 0
+	# Not bound half to each node as free_test binds it by default.
+	FREE_TEST_LOCAL=1 free_test munmap 2048 0
 	nl_rc=$?
 	echo "NODELOW-AFTER node=$nl_node $(node_watermark "$nl_node")"
 	echo 0 > "$nl_nr"
+	echo "$nl_wsf" > $VM/watermark_scale_factor
 	return $nl_rc
 }
 
@@ -384,7 +394,9 @@ mm_selftests() {
 	echo $LOWEST > $VM/parallel_free_threshold
 	for t in /bin/mm/*; do
 		z0=$(vmstat parallel_zap) t0=$(vmstat parallel_zap_threads)
-		(cd /tmp && timeout 300 "$t" > /tmp/mmselftest.log 2>&1)
+		# In their own directory: ksm_functional_tests executes
+		# ./ksm_functional_tests.
+		(cd /bin/mm && timeout 300 "$t" > /tmp/mmselftest.log 2>&1)
 		rc=$?
 		z1=$(vmstat parallel_zap) t1=$(vmstat parallel_zap_threads)
 		[ $rc = 0 ] || sed "s|^|MMSELFTEST-LOG ${t##*/}: |" \
