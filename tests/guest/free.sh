@@ -576,9 +576,10 @@ swap_on_zram || echo "free.sh: no swap on zram"
 # mapping of page cache, three of the
 # policies that refuse helpers (SCHED_FIFO, nice 19, cpu.max), busy CPUs,
 # CPU accounting parallel and serial, a tight and a roomy memory cgroup, a
-# node below its low watermark, OOM mid-teardown, the key switched during teardowns and the lowest threshold,
-# then the zap's cases and the mm selftests; nothing of swap, concurrent exits,
-# pressure or vm.parallel_free_by_node=0.  mtjob.free=test ('make
+# node below its low watermark, OOM mid-teardown, the key switched during
+# teardowns and the lowest threshold, then the zap's cases and the mm
+# selftests; nothing of swap, concurrent exits, pressure or
+# vm.parallel_free_by_node=0.  mtjob.free=test ('make
 # check-full') runs every case.
 full_case() {
 	[ "$(arg mtjob.free)" = test ] || return 0
