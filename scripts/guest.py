@@ -102,18 +102,29 @@ MM_SELFTESTS = (
     "mremap_dontunmap", "mseal_test", "process_madv", "soft-dirty",
     "uffd-unit-tests",
 )
+# Run by the full free tests only (free.sh's mm_selftests skips them with
+# mtjob.free=quick): uffd-unit-tests failed its "memory corruption" check
+# on the KASAN kernel in 2 of 3 runs with the parallel zap and free off
+# too (doc/results.md, 2026-11-26), a failure of the test or of upstream
+# under TCG's timing that 'make check' should not depend on.
+MM_SELFTESTS_FULL_ONLY = ("uffd-unit-tests",)
 
 
 MMSELFTEST_RE = re.compile(r"^MMSELFTEST (\S+) rc=(\d+) pz=(-?\d+) "
                            r"pzt=(-?\d+)$", re.M)
 
 
-def mm_selftest_checks(check, log):
+def mm_selftest_checks(check, log, quick=False):
     """Every one of MM_SELFTESTS passed (exit 0; kselftest's skip, 4, is
     a failure too: each must run) with the parallel zap on at its lowest
-    threshold, and some of their exits were zapped in parallel."""
+    threshold, and some of their exits were zapped in parallel.  QUICK:
+    those of MM_SELFTESTS_FULL_ONLY did not run."""
     got = {m[0]: tuple(map(int, m[1:])) for m in MMSELFTEST_RE.findall(log)}
     for name in MM_SELFTESTS:
+        if quick and name in MM_SELFTESTS_FULL_ONLY:
+            check(name not in got, f"mm selftest {name}: left to the full "
+                  "free tests")
+            continue
         rc = got.get(name, (None,))[0]
         check(rc == 0, f"mm selftest {name}: passed with the parallel zap "
               f"at its lowest threshold (rc={rc})")
@@ -1021,7 +1032,7 @@ def cmd_freetest(args):
     held_checks(check, log)
     held_sample_checks(check, log)
     node_low_checks(check, log)
-    mm_selftest_checks(check, log)
+    mm_selftest_checks(check, log, args.quick)
     free_memory_checks(check, "", main_cases,
                        free_tolerance_kb(args))
     cases = {k: v for k, v in FREE_CASES.items()

@@ -392,7 +392,20 @@ mm_selftests() {
 	echo 512 > $VM/parallel_zap_threshold
 	echo 1 > $VM/parallel_free
 	echo $LOWEST > $VM/parallel_free_threshold
+	# mtjob.free=selftest: mtjob.selftest_parallel=0 is the control, with
+	# the zap and the free off; mtjob.selftests=NAME,... runs only those.
+	if [ "$(arg mtjob.selftest_parallel)" = 0 ]; then
+		echo 0 > $VM/parallel_zap
+		echo 0 > $VM/parallel_free
+	fi
+	mm_only=$(arg mtjob.selftests | tr , ' ')
 	for t in /bin/mm/*; do
+		if [ -n "$mm_only" ]; then
+			case " $mm_only " in *" ${t##*/} "*) ;; *) continue ;; esac
+		fi
+		# scripts/guest.py's MM_SELFTESTS_FULL_ONLY: not in 'make check'.
+		[ "$(arg mtjob.free)" = quick ] &&
+			[ "${t##*/}" = uffd-unit-tests ] && continue
 		z0=$(vmstat parallel_zap) t0=$(vmstat parallel_zap_threads)
 		# In their own directory: ksm_functional_tests executes
 		# ./ksm_functional_tests.
@@ -683,6 +696,13 @@ hotplug|hotplug-serial)
 	sched_trace_setup || exit 1
 	run_case hotplug hotplug
 	sched_trace_report
+	;;
+selftest)
+	# Chasing one selftest's failure: mtjob.selftests=NAME run
+	# mtjob.selftest_reps=N times (free.sh's mm_selftests).
+	for i in $(seq "$(arg mtjob.selftest_reps)"); do
+		mm_selftests
+	done
 	;;
 bench)
 	bench
