@@ -130,12 +130,16 @@ kernel-norust: config
 # The benchmarks' kernel: the same configuration without lockdep, debug
 # objects and the other lock and sleep checks that 'make check' wants, which
 # cost both engines, unequally (padata takes a spinlock per chunk, the Rust
-# engine acquires a lockdep map per job).  Its own build directory.
+# engine acquires a lockdep map per job).  Its own build directory.  It
+# adds ftrace's function profiler, as distribution kernels have it, for the
+# per-phase split of 'make bench-free PHASES=1' (a patched-out call at each
+# function's entry when the profiler is off).
 BENCH_DEBUG_OFF := PROVE_LOCKING DEBUG_LOCK_ALLOC DEBUG_SPINLOCK DEBUG_MUTEXES \
 	DEBUG_WW_MUTEX_SLOWPATH DEBUG_RWSEMS DEBUG_RT_MUTEXES DEBUG_ATOMIC_SLEEP \
 	DEBUG_OBJECTS DEBUG_OBJECTS_WORK DEBUG_MEMORY_INIT
+BENCH_ON := FUNCTION_TRACER FUNCTION_GRAPH_TRACER FUNCTION_PROFILER
 kernel-bench: config
-	$(call derived-kernel,$(KBUILD_BENCH),$(foreach o,$(BENCH_DEBUG_OFF),-d $(o)),bench)
+	$(call derived-kernel,$(KBUILD_BENCH),$(foreach o,$(BENCH_DEBUG_OFF),-d $(o)) $(foreach o,$(BENCH_ON),-e $(o)),bench)
 	@! grep -qE '^CONFIG_(PROVE_LOCKING|DEBUG_OBJECTS|DEBUG_ATOMIC_SLEEP)=y' $(KBUILD_BENCH)/.config
 	@echo "kernel-bench: $(KBUILD_BENCH)/arch/x86/boot/bzImage"
 
@@ -202,12 +206,16 @@ bench-hugetlb: kernel-bench
 #   make bench-free CPUS=2 REPEAT=9 MODES=off,by_node,zap THP=0,1 WHAT=exit
 # One boot runs every row: 9 runs of exits of 2, 4 and 6 GiB, THP off and
 # on, in three modes took 50 minutes here (TCG, 2 cores; 2026-11-26).
+# PHASES=1 profiles every run and prints the time of the walk, the TLB
+# flushes, the page frees and the page tables (scripts/freebench.py).
 FREE_TIMEOUT ?= 7800
+PHASES ?= 0
 bench-free: kernel-bench
 	$(PYTHON_PLOT) scripts/guest.py freebench --kbuild $(KBUILD_BENCH) \
 		--mem $(MEM) --cpus $(CPUS) --nodes $(NODES) --repeat $(REPEAT) \
 		--timeout $(FREE_TIMEOUT) --sizes "$(SIZES)" --modes "$(MODES)" \
-		--thp "$(THP)" --what "$(WHAT)" --prealloc
+		--thp "$(THP)" --what "$(WHAT)" --prealloc \
+		$(if $(filter 1,$(PHASES)),--phases)
 
 # The engines side by side (CONFIG_MT_JOB_BENCH; one boot; CSV and plots in
 # build/bench/).  Defaults: 2 nodes, 2 vCPUs in all, which the 2-core host

@@ -26,6 +26,7 @@ import tempfile
 import time
 
 import benchplot
+import freebench
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUSYBOX = "/bin/busybox"
@@ -76,8 +77,6 @@ ZAPMEMCG_RE = re.compile(r"^ZAPMEMCG (\S+) current_kb=(\d+) swap_kb=(\d+)$",
 # memcg OOM case: from its first line to the "Killed process" line.
 OOM_REPORT_RE = re.compile(r"invoked oom-killer:.*?Killed process[^\n]*",
                            re.S)
-BENCH_RE = re.compile(r"^BENCH (\S+) FREE (\S+) mib=(\d+) thp=(\d) us=(\d+)$",
-                      re.M)
 GIGANTIC_RE = re.compile(r"HugeTLB: gigantic pages of node (\d+) initialised "
                          r"on node (\d+)")
 
@@ -934,7 +933,7 @@ def zap_checks(check, log, args):
     got = {m[0]: tuple(map(int, m[1:])) for m in found}
     free_memory_checks(check, "", found, free_tolerance_kb(args))
     free_acct_checks(check, log, "zap-")
-    ev = [tuple(map(int, m)) for m in ZAPTRACE_RE.findall(log)]
+    ev = [tuple(map(int, m)) for m in freebench.ZAPTRACE_RE.findall(log)]
     check(any(e[0] >= 131072 and e[1] >= 1 and e[2] >= 256 and e[4] >= 2
               and e[5] > 0 and e[7] > 0 for e in ev),
           f"zap trace: zap_parallel:exit_mmap_zap_parallel recorded the "
@@ -1084,37 +1083,6 @@ def cmd_freetest(args):
     return check.finish("freetest")
 
 
-FREEBENCH_MODES = ("off", "by_node", "interleave", "by_node_1h", "zap")
-ZAPTRACE_RE = re.compile(
-    r"^ZAPTRACE .* exit_mmap_zap_parallel: pages=(\d+) vmas=(\d+) "
-    r"blocks=(\d+) helpers=(-?\d+) threads=(-?\d+) zap_ns=(\d+) "
-    r"caller_ns=(\d+) helper_ns=(\d+)$", re.M)
-
-
-def freebench_runs(log):
-    """The BENCH lines of LOG: {(teardown label, MiB): {mode: [us, ...]}}
-    and, for the zap mode, {(label, MiB): [(exit us, zap ns, caller ns,
-    helper ns), ...]} from each BENCH line and the ZAPTRACE line after it.
-    The label is munmap, exit, or either with " THP"."""
-    res, phases = {}, {}
-    last = None
-    for line in log.splitlines():
-        m = BENCH_RE.match(line)
-        if m:
-            mode, what, mib, thp, us = m.groups()
-            key = (what + (" THP" if thp == "1" else ""), int(mib))
-            res.setdefault(key, {}).setdefault(mode, []).append(int(us))
-            last = (key, int(us)) if mode == "zap" else None
-            continue
-        m = ZAPTRACE_RE.match(line)
-        if m and last:
-            zap_ns, caller_ns, helper_ns = map(int, m.groups()[5:8])
-            phases.setdefault(last[0], []).append(
-                (last[1], zap_ns, caller_ns, helper_ns))
-            last = None
-    return res, phases
-
-
 def cmd_freebench(args):
     """munmap()/exit() time: parallel freeing off, by node, interleaved, one
     helper, and exit_mmap()'s parallel zap."""
@@ -1128,6 +1096,8 @@ def cmd_freebench(args):
         extra += f" mtjob.free_thp={args.thp}"
     if args.what:
         extra += f" mtjob.free_what={args.what}"
+    if args.phases:
+        extra += " mtjob.free_phases=1"
     if args.log:
         # Tables and plots again from a saved log: no boot.
         with open(args.log) as f:
@@ -1141,82 +1111,7 @@ def cmd_freebench(args):
     if not r["ok"]:
         print(f"freebench: the guest did not finish (see {path}); the runs "
               "it completed follow", file=sys.stderr)
-    res, phases = freebench_runs(log)
-    if not res:
-        die(f"no BENCH lines in {path}")
-    modes = [m for m in FREEBENCH_MODES if m in
-             {m for v in res.values() for m in v}]
-    print(f"Teardown time, {args.nodes} nodes, {args.cpus} vCPUs, "
-          f"{args.mem_gib} GiB, TCG, {args.repeat} runs each, interleaved; "
-          "median (min-max) ms; off = serial (vm.parallel_free=0, "
-          "vm.parallel_zap=0), by_node = vm.parallel_free=1 (default "
-          "by node), interleave = vm.parallel_free_by_node=0, by_node_1h = "
-          "vm.parallel_free_max_helpers=1 (caller + 1 helper), zap = "
-          "vm.parallel_zap=1 with vm.parallel_free=0 (exit only):")
-    print(f"{'teardown':18}" + "".join(f"{m:>22}" for m in modes) +
-          "".join(f"{'off/' + m:>14}" for m in modes[1:]))
-    for (what, mib), by_mode in sorted(res.items()):
-        cells, med = [], {}
-        for m in modes:
-            us = by_mode.get(m, [])
-            if not us:
-                cells.append(f"{'-':>22}")
-                continue
-            med[m] = statistics.median(us)
-            cells.append(f"{med[m] / 1000:>9.0f} ({min(us) / 1000:.0f}-"
-                         f"{max(us) / 1000:.0f})".rjust(22))
-        ratio = [f"{med['off'] / med[m]:.2f}x" if m in med and "off" in med
-                 else "-" for m in modes[1:]]
-        print(f"{what + ' ' + str(mib // 1024) + ' GiB':18}" + "".join(cells)
-              + "".join(f"{x:>14}" for x in ratio))
-    if phases:
-        # What of a zapped exit is still serial: the exit as the parent
-        # sees it, the job (the parallel part), the VMAs kept on the
-        # caller, and the rest (page tables, VMA teardown, the exit itself).
-        print("\nParallel zap, per phase, median ms (runs with a "
-              "tracepoint event):")
-        print(f"{'teardown':18}{'exit':>10}{'zap job':>10}{'caller':>10}"
-              f"{'rest':>10}{'rest %':>8}{'helper cpu':>12}")
-        for key, rows in sorted(phases.items()):
-            ex = statistics.median(r[0] for r in rows) / 1000
-            zap = statistics.median(r[1] for r in rows) / 1e6
-            cal = statistics.median(r[2] for r in rows) / 1e6
-            hel = statistics.median(r[3] for r in rows) / 1e6
-            rest = ex - zap - cal
-            print(f"{key[0] + ' ' + str(key[1] // 1024) + ' GiB':18}"
-                  f"{ex:>10.0f}{zap:>10.0f}{cal:>10.1f}{rest:>10.0f}"
-                  f"{100 * rest / ex if ex else 0:>7.0f}%{hel:>12.0f}")
-    name = f"free-{args.nodes}n{args.cpus}c"
-    csv = benchplot.write_csv(
-        name, ("teardown", "mib", "mode", "run", "us"),
-        [(what, mib, mode, i, us) for (what, mib), by_mode in
-         sorted(res.items()) for mode, runs in by_mode.items()
-         for i, us in enumerate(runs)])
-    plt = benchplot.pyplot()
-    kinds = sorted({w for w, _ in res})
-    fig, axes = plt.subplots(1, len(kinds), figsize=(5.5 * len(kinds), 4.5),
-                             sharey=True, squeeze=False)
-    for ax, what in zip(axes[0], kinds):
-        sizes = sorted(mib for w, mib in res if w == what)
-        for m in modes:
-            pts = [(mib / 1024, [u / 1000 for u in res[what, mib][m]])
-                   for mib in sizes if m in res[what, mib]]
-            if not pts:
-                continue
-            xs = [x for x, _ in pts]
-            meds = [statistics.median(us) for _, us in pts]
-            ax.errorbar(xs, meds, yerr=[[md - min(us) for md, (_, us) in
-                                         zip(meds, pts)],
-                                        [max(us) - md for md, (_, us) in
-                                         zip(meds, pts)]],
-                        marker="o", capsize=3, label=m)
-        ax.set_xlabel("GiB")
-        ax.set_title(f"{what}, {args.nodes} nodes, {args.cpus} vCPUs")
-        ax.legend(fontsize=8)
-    axes[0][0].set_ylabel("teardown, ms (median, min-max)")
-    png = benchplot.save(fig, name)
-    print(f"\nCSV {csv}; plot {png}; log {path}")
-    return 0
+    return freebench.report(args, log, path)
 
 
 def main():
@@ -1250,6 +1145,10 @@ def main():
                     "(on) or 0,1 (default 0)")
     ap.add_argument("--what", default="", help="freebench: munmap, exit or "
                     "munmap,exit (default both)")
+    ap.add_argument("--phases", action="store_true", help="freebench: "
+                    "profile every run (ftrace's function profiler; the "
+                    "benchmark kernel has it) and print the time of the "
+                    "walk, TLB flushes, page frees and page tables")
     ap.add_argument("--log", default="", help="freebench: tables and plots "
                     "from this saved log instead of a boot")
     ap.add_argument("--quick", action="store_true",
@@ -1270,9 +1169,9 @@ def main():
         if split_spec(e)[0] not in ("rust", "padata", "serial"):
             die(f"unknown engine {e!r}: use rust, padata or serial")
     for m in filter(None, args.modes.split(",")):
-        if m not in FREEBENCH_MODES:
+        if m not in freebench.MODES:
             die(f"unknown --modes entry {m!r}: use "
-                f"{', '.join(FREEBENCH_MODES)}")
+                f"{', '.join(freebench.MODES)}")
     if not re.fullmatch(r"(\d+(,\d+)*)?", args.sizes):
         die(f"--sizes {args.sizes!r}: MiB, comma-separated")
     if args.repeat < 1 or args.nodes < 1 or args.cpus < 1:

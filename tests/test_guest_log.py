@@ -9,6 +9,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
+import freebench  # noqa: E402
 import guest  # noqa: E402
 
 HEAD = "MTJOB-BEGIN\nMTJOB-DMESG\n[    0.000000] Linux version 7.3.4\n"
@@ -165,22 +166,40 @@ class ZapCases(unittest.TestCase):
 
 
 class FreeBench(unittest.TestCase):
-    """freebench keys runs by teardown, THP and size, and pairs each zap
-    run with the tracepoint event after it."""
+    """freebench keys runs by teardown, THP and size, pairs each zap run
+    with the tracepoint event after it, and sums each run's profile into
+    phases over the CPUs."""
 
     LOG = """BENCH off FREE exit mib=4096 thp=0 us=2000000
+PROFILE cpu=0 unmap_vmas                    1    900000.500 us     900000.500 us     0.000 us
+PROFILE cpu=0 flush_tlb_mm_range          108    2000.000 us     18.518 us      1.000 us
+PROFILE cpu=0 free_pages_and_swap_cache  2056    800000.000 us     389.105 us     2.000 us
+PROFILE cpu=1 free_pgtables                 1    3000.000 us     3000.000 us     0.000 us
+PROFILE cpu=1 tlb_finish_mmu                1    500.000 us     500.000 us     0.000 us
 BENCH zap FREE exit mib=4096 thp=1 us=1000000
 ZAPTRACE free_test-90 [001] ..... 12.3: exit_mmap_zap_parallel: pages=1048576 vmas=3 blocks=2048 helpers=1 threads=2 zap_ns=800000000 caller_ns=1000 helper_ns=700000000
+PROFILE cpu=0 unmap_vma_range               4    100.000 us     25.000 us      1.000 us
+PROFILE cpu=1 unmap_vma_range               2    300.000 us     150.000 us      1.000 us
+PROFILE cpu=1 unmap_vmas                    1    1.000 us     1.000 us      0.000 us
+PROFILE cpu=1 tlb_finish_mmu                3    6.000 us     2.000 us      0.000 us
 BENCH zap FREE exit mib=4096 thp=0 us=1100000
 """
 
     def test_runs_and_phases(self):
-        res, phases = guest.freebench_runs(self.LOG)
-        self.assertEqual(res[("exit", 4096)], {"off": [2000000],
-                                               "zap": [1100000]})
-        self.assertEqual(res[("exit THP", 4096)], {"zap": [1000000]})
-        self.assertEqual(phases, {("exit THP", 4096): [
+        times, zaps, profiles = freebench.runs(self.LOG)
+        self.assertEqual(times[("exit", 4096)], {"off": [2000000],
+                                                 "zap": [1100000]})
+        self.assertEqual(times[("exit THP", 4096)], {"zap": [1000000]})
+        self.assertEqual(zaps, {("exit THP", 4096): [
             (1000000, 800000000, 1000, 700000000)]})
+        # The last zap run has no PROFILE lines: no profile of it.
+        self.assertEqual(profiles, {
+            ("exit", 4096, "off"): [{
+                "walk": 900000.5, "TLB flush": 2000.0,
+                "free": 800000.0, "page tables": 3500.0}],
+            ("exit THP", 4096, "zap"): [{
+                "walk": 401.0, "TLB flush": 0.0, "free": 0.0,
+                "page tables": 6.0}]})
 
 
 if __name__ == "__main__":

@@ -439,15 +439,36 @@ swap_on_zram() {
 # (scripts/guest.py freebench --sizes, --modes, --thp, --what).  Mode zap is exit_mmap()'s parallel zap with
 # the parallel free off; it has no munmap() rows.  Each parallel zap's
 # tracepoint (zap_parallel:exit_mmap_zap_parallel) follows its BENCH line as
-# a ZAPTRACE line.
+# a ZAPTRACE line.  With mtjob.free_phases=1 (freebench --phases; needs
+# CONFIG_FUNCTION_PROFILER, which the benchmark kernel has) every run is
+# profiled by ftrace's function profiler over PROFILE_FUNCS, each
+# function's time without that of the profiled functions it calls and
+# without time asleep, and each CPU's figures follow as PROFILE lines.
+PROFILE_FUNCS="unmap_vmas unmap_vma_range flush_tlb_mm_range
+free_pages_and_swap_cache free_pgtables tlb_finish_mmu"
 bench() {
 	reps=$(arg mtjob.free_reps)
 	sizes=$(arg mtjob.free_sizes | tr , ' ')
 	modes=$(arg mtjob.free_modes | tr , ' ')
 	thps=$(arg mtjob.free_thp | tr , ' ')
 	whats=$(arg mtjob.free_what | tr , ' ')
+	phases=$(arg mtjob.free_phases)
 	tr=/sys/kernel/tracing
 	mount -t tracefs nodev $tr 2>/dev/null
+	if [ "$phases" = 1 ]; then
+		if [ ! -e $tr/function_profile_enabled ]; then
+			echo "BENCH-FAILED phases: no function profiler (CONFIG_FUNCTION_PROFILER)"
+			phases=0
+		else
+			# One name a write: a missing one fails alone.
+			for f in $PROFILE_FUNCS; do
+				echo $f >> $tr/set_ftrace_filter ||
+					echo "BENCH-FAILED phases: $f cannot be profiled"
+			done
+			echo 0 > $tr/options/graph-time
+			echo 0 > $tr/options/sleep-time
+		fi
+	fi
 	for i in $(seq "${reps:-3}"); do
 		for mib in ${sizes:-2048 4096 6144}; do
 			for thp in ${thps:-0}; do
@@ -468,10 +489,15 @@ bench() {
 					echo $z > $VM/parallel_zap
 					echo > $tr/trace
 					echo $z > $tr/events/zap_parallel/exit_mmap_zap_parallel/enable
+					[ "$phases" = 1 ] && echo 1 > $tr/function_profile_enabled
 					out=$(free_test $what $mib $thp) || echo "BENCH-FAILED $mode $what $mib"
+					[ "$phases" = 1 ] && echo 0 > $tr/function_profile_enabled
 					echo "BENCH $mode $out"
 					echo 0 > $tr/events/zap_parallel/exit_mmap_zap_parallel/enable
 					grep -v '^#' $tr/trace | sed 's/^/ZAPTRACE /'
+					[ "$phases" = 1 ] && for f in $tr/trace_stat/function*; do
+						sed -n "s/^ *\([a-z_][a-z_]*\) /PROFILE cpu=${f##*function} \1 /p" $f
+					done
 				done
 			done
 			done

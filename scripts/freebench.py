@@ -1,0 +1,213 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The tables, CSV and plot of 'guest.py freebench' (make bench-free), from
+the log of its guest (tests/guest/free.sh, mode bench).
+
+Each run prints a BENCH line (teardown time as free_test measured it, us);
+in mode zap the parallel zap's tracepoint follows it as a ZAPTRACE line;
+with --phases, ftrace's function profiler figures of every CPU follow it as
+PROFILE lines (one per profiled function and CPU, its time without that of
+the profiled functions it called, without time asleep).
+"""
+
+import re
+import statistics
+
+import benchplot
+
+MODES = ("off", "by_node", "interleave", "by_node_1h", "zap")
+BENCH_RE = re.compile(r"^BENCH (\S+) FREE (\S+) mib=(\d+) thp=(\d) us=(\d+)$",
+                      re.M)
+ZAPTRACE_RE = re.compile(
+    r"^ZAPTRACE .* exit_mmap_zap_parallel: pages=(\d+) vmas=(\d+) "
+    r"blocks=(\d+) helpers=(-?\d+) threads=(-?\d+) zap_ns=(\d+) "
+    r"caller_ns=(\d+) helper_ns=(\d+)$", re.M)
+PROFILE_RE = re.compile(r"^PROFILE cpu=(\d+) (\w+) +(\d+) +([\d.]+) us")
+
+# The phases of a teardown and the profiled functions whose time makes
+# each (free.sh's PROFILE_FUNCS).  Each function's time excludes that of
+# the other profiled functions it calls, so the phases add up:
+#   walk         the page table walk of the zap (rmap, swap entries, the
+#                gathering), in unmap_vmas() or, for the parallel zap's
+#                chunks, unmap_vma_range();
+#   TLB flush    flush_tlb_mm_range(), every flush of a gather;
+#   free         free_pages_and_swap_cache(), every batch of gathered pages
+#                freed, on the thread that gathered them or on the parallel
+#                free's helpers;
+#   page tables  free_pgtables() and what tlb_finish_mmu() does besides
+#                flushing and freeing pages (freeing the gathered page
+#                tables and the batches).
+PHASES = (("walk", ("unmap_vmas", "unmap_vma_range")),
+          ("TLB flush", ("flush_tlb_mm_range",)),
+          ("free", ("free_pages_and_swap_cache",)),
+          ("page tables", ("free_pgtables", "tlb_finish_mmu")))
+
+
+def label(what, thp):
+    """A row's teardown label: munmap or exit, with " THP" if THP was on."""
+    return what + (" THP" if thp == "1" else "")
+
+
+def runs(log):
+    """LOG's runs: (times, zaps, profiles).
+
+    times:    {(label, MiB): {mode: [us, ...]}}
+    zaps:     {(label, MiB): [(exit us, zap ns, caller ns, helper ns), ...]}
+              for the zap-mode runs with a tracepoint event;
+    profiles: {(label, MiB, mode): [{phase: us summed over CPUs}, ...]}
+              for the runs with PROFILE lines."""
+    times, zaps, profiles = {}, {}, {}
+    key = mode = last_zap = prof = None
+    for line in log.splitlines():
+        m = BENCH_RE.match(line)
+        if m:
+            mode, what, mib, thp, us = m.groups()
+            key = (label(what, thp), int(mib))
+            times.setdefault(key, {}).setdefault(mode, []).append(int(us))
+            last_zap = (key, int(us)) if mode == "zap" else None
+            prof = None
+            continue
+        m = ZAPTRACE_RE.match(line)
+        if m and last_zap:
+            zap_ns, caller_ns, helper_ns = map(int, m.groups()[5:8])
+            zaps.setdefault(last_zap[0], []).append(
+                (last_zap[1], zap_ns, caller_ns, helper_ns))
+            last_zap = None
+            continue
+        m = PROFILE_RE.match(line)
+        if m and key:
+            if prof is None:
+                prof = dict.fromkeys((p for p, _ in PHASES), 0.0)
+                profiles.setdefault(key + (mode,), []).append(prof)
+            fn, us = m.group(2), float(m.group(4))
+            for phase, fns in PHASES:
+                if fn in fns:
+                    prof[phase] += us
+    return times, zaps, profiles
+
+
+def _gib(key):
+    return f"{key[0]} {key[1] // 1024} GiB"
+
+
+def print_times(times, modes):
+    """The teardown times, median (min-max) ms, and off/mode ratios."""
+    print(f"{'teardown':18}" + "".join(f"{m:>22}" for m in modes) +
+          "".join(f"{'off/' + m:>14}" for m in modes[1:]))
+    for key, by_mode in sorted(times.items()):
+        cells, med = [], {}
+        for m in modes:
+            us = by_mode.get(m, [])
+            if not us:
+                cells.append(f"{'-':>22}")
+                continue
+            med[m] = statistics.median(us)
+            cells.append(f"{med[m] / 1000:>9.0f} ({min(us) / 1000:.0f}-"
+                         f"{max(us) / 1000:.0f})".rjust(22))
+        ratio = [f"{med['off'] / med[m]:.2f}x" if m in med and "off" in med
+                 else "-" for m in modes[1:]]
+        print(f"{_gib(key):18}" + "".join(cells)
+              + "".join(f"{x:>14}" for x in ratio))
+
+
+def print_zaps(zaps):
+    """What of a zapped exit is still serial: the exit as the parent sees
+    it, the job (the parallel part), the VMAs kept on the caller, and the
+    rest (page tables, VMA teardown, the exit itself)."""
+    print("\nParallel zap, per phase, median ms (runs with a "
+          "tracepoint event):")
+    print(f"{'teardown':18}{'exit':>10}{'zap job':>10}{'caller':>10}"
+          f"{'rest':>10}{'rest %':>8}{'helper cpu':>12}")
+    for key, rows in sorted(zaps.items()):
+        ex = statistics.median(r[0] for r in rows) / 1000
+        zap = statistics.median(r[1] for r in rows) / 1e6
+        cal = statistics.median(r[2] for r in rows) / 1e6
+        hel = statistics.median(r[3] for r in rows) / 1e6
+        rest = ex - zap - cal
+        print(f"{_gib(key):18}{ex:>10.0f}{zap:>10.0f}{cal:>10.1f}"
+              f"{rest:>10.0f}{100 * rest / ex if ex else 0:>7.0f}%"
+              f"{hel:>12.0f}")
+
+
+def print_profiles(times, profiles, modes):
+    """CPU time per phase, summed over the CPUs, median ms over the runs;
+    beside it the median teardown time (wall) of the same rows."""
+    print("\nPer phase, CPU time summed over the CPUs (function profiler), "
+          "median ms:")
+    print(f"{'teardown':18}{'mode':>11}{'wall':>8}" +
+          "".join(f"{p:>13}" for p, _ in PHASES) + f"{'sum':>8}")
+    for key in sorted(times):
+        for m in modes:
+            rows = profiles.get(key + (m,))
+            if not rows:
+                continue
+            wall = statistics.median(times[key][m]) / 1000
+            med = [statistics.median(r[p] for r in rows) / 1000
+                   for p, _ in PHASES]
+            print(f"{_gib(key):18}{m:>11}{wall:>8.0f}" +
+                  "".join(f"{x:>13.1f}" for x in med) + f"{sum(med):>8.0f}")
+
+
+def report(args, log, path):
+    """Print the tables, write the CSVs and the plot; 0, or 1 if the log
+    has no runs."""
+    times, zaps, profiles = runs(log)
+    if not times:
+        print(f"freebench: no BENCH lines in {path}")
+        return 1
+    modes = [m for m in MODES if m in
+             {m for v in times.values() for m in v}]
+    print(f"Teardown time, {args.nodes} nodes, {args.cpus} vCPUs, "
+          f"{args.mem_gib} GiB, TCG, {args.repeat} runs each, interleaved; "
+          "median (min-max) ms; off = serial (vm.parallel_free=0, "
+          "vm.parallel_zap=0), by_node = vm.parallel_free=1 (default "
+          "by node), interleave = vm.parallel_free_by_node=0, by_node_1h = "
+          "vm.parallel_free_max_helpers=1 (caller + 1 helper), zap = "
+          "vm.parallel_zap=1 with vm.parallel_free=0 (exit only):")
+    print_times(times, modes)
+    if zaps:
+        print_zaps(zaps)
+    name = f"free-{args.nodes}n{args.cpus}c"
+    csvs = [benchplot.write_csv(
+        name, ("teardown", "mib", "mode", "run", "us"),
+        [(what, mib, mode, i, us) for (what, mib), by_mode in
+         sorted(times.items()) for mode, rs in by_mode.items()
+         for i, us in enumerate(rs)])]
+    if profiles:
+        print_profiles(times, profiles, modes)
+        csvs.append(benchplot.write_csv(
+            name + "-phases", ("teardown", "mib", "mode", "run") +
+            tuple(p for p, _ in PHASES),
+            [k + (i,) + tuple(r[p] for p, _ in PHASES)
+             for k, rs in sorted(profiles.items())
+             for i, r in enumerate(rs)]))
+    png = plot(args, times, modes, name)
+    print(f"\nCSV {', '.join(csvs)}; plot {png}; log {path}")
+    return 0
+
+
+def plot(args, times, modes, name):
+    """Teardown time against size, one panel per teardown, one line per
+    mode (median, min-max bars); the PNG's path."""
+    plt = benchplot.pyplot()
+    kinds = sorted({w for w, _ in times})
+    fig, axes = plt.subplots(1, len(kinds), figsize=(5.5 * len(kinds), 4.5),
+                             sharey=True, squeeze=False)
+    for ax, what in zip(axes[0], kinds):
+        sizes = sorted(mib for w, mib in times if w == what)
+        for m in modes:
+            pts = [(mib / 1024, [u / 1000 for u in times[what, mib][m]])
+                   for mib in sizes if m in times[what, mib]]
+            if not pts:
+                continue
+            xs = [x for x, _ in pts]
+            meds = [statistics.median(us) for _, us in pts]
+            ax.errorbar(xs, meds, yerr=[[md - min(us) for md, (_, us) in
+                                         zip(meds, pts)],
+                                        [max(us) - md for md, (_, us) in
+                                         zip(meds, pts)]],
+                        marker="o", capsize=3, label=m)
+        ax.set_xlabel("GiB")
+        ax.set_title(f"{what}, {args.nodes} nodes, {args.cpus} vCPUs")
+        ax.legend(fontsize=8)
+    axes[0][0].set_ylabel("teardown, ms (median, min-max)")
+    return benchplot.save(fig, name)
