@@ -11,8 +11,10 @@ the whole with 'stress: N passed, N failed'.
            'make check' only with --free-quick), and fault
            injection (failslab and fail_page_alloc on GFP_NOWAIT
            allocations during teardowns)
-  kcsan    a KCSAN kernel (build/kbuild-7.3-kcsan): KUnit and the free tests;
-           any data race report naming our code fails
+  kcsan    a KCSAN kernel (build/kbuild-7.3-kcsan): KUnit and the free tests
+           with the mm selftests (not with --quick; those of 'make check'
+           only with --free-quick); a data race report that names our
+           code, as a racing function or in either access's stack, fails
   hotplug  CPUs offlined and onlined for --hotplug-seconds while teardowns
            run at the lowest threshold (4 nodes x 2 vCPUs)
   server   a simulated large server: 8 nodes x 2 vCPUs x 64 GiB with each
@@ -47,7 +49,8 @@ PARTS = ("random", "kasan", "kcsan", "hotplug", "server")
 # Our code, as KCSAN names it in "BUG: KCSAN: data-race in A / B" and in
 # the stack traces that follow.
 OURS_RE = re.compile(r"mt_job|tlb_parallel|mmu_gather_parallel|"
-                     r"parallel_free|random_fn|rec_fn")
+                     r"parallel_free|random_fn|rec_fn|zap_parallel|"
+                     r"unmap_vma_range")
 # KASAN guests boot with 4-level paging.  On 7.3 with LA57 (QEMU's -cpu
 # max), identify_cpu() clears boot_cpu_data's capabilities before reading
 # them again, so pgtable_l5_enabled() (X86_FEATURE_LA57) is briefly false on
@@ -136,14 +139,15 @@ def guest_cmd(args, part, name, kbuild, check, *extra):
           f"({time.monotonic() - t0:.0f} s)")
 
 
-def guest_args(args, kbuild, nodes, cpus, mem, memonly=0):
+def guest_args(args, kbuild, nodes, cpus, mem, memonly=0,
+               mm_selftests=False):
     g = copy.copy(args)
     g.kbuild, g.nodes, g.cpus, g.mem_gib, g.memonly = (kbuild, nodes, cpus,
                                                        mem, memonly)
     g.append, g.accel, g.timeout = "", "tcg", 600
     g.initrd = os.path.join(REPO, "build",
                             f"initramfs-{os.path.basename(kbuild)}.cpio")
-    guest.make_initramfs(kbuild, g.initrd)
+    guest.make_initramfs(kbuild, g.initrd, mm_selftests=mm_selftests)
     return g
 
 
@@ -229,12 +233,14 @@ def part_kasan(args, check):
 
 
 def kcsan_reports(log):
-    """(ours, others): KCSAN reports whose racing functions ("data-race in
-    A / B") are ours, and the rest (upstream races reached from anywhere)."""
+    """(ours, others): the first lines of the KCSAN reports in LOG that
+    name our code anywhere (the racing functions, "data-race in A / B", or
+    a stack of either access: two parallel zappers racing in upstream's
+    zap_pte_range() are ours), and of the rest."""
     ours, others = [], []
     for m in KCSAN_RE.finditer(log):
         first = m.group(0).splitlines()[0]
-        (ours if OURS_RE.search(first) else others).append(first)
+        (ours if OURS_RE.search(m.group(0)) else others).append(first)
     return ours, others
 
 
@@ -251,10 +257,9 @@ def part_kcsan(args, check):
         print(f"  kcsan (not ours): {x}")
     if args.quick:
         return
-    g = guest_args(args, kbuild, 2, 4, 8)
+    g = guest_args(args, kbuild, 2, 4, 8, mm_selftests=True)
     g.timeout = 7200
-    r, log = guest.boot(g, "rust", "mtjob.free="
-                        + ("quick" if args.free_quick else "test"))
+    r, log = guest.boot(g, "rust", guest.free_params(args.free_quick))
     path = guest.save_log(g, "kcsan-free.log", log)
     ours, others = kcsan_reports(log)
     check(r["ok"], f"kcsan: the free tests ran ({r['wall']:.0f} s; {path})")
@@ -264,6 +269,8 @@ def part_kcsan(args, check):
     for x in sorted(set(others)):
         print(f"  kcsan (not ours): {x}")
     free_cases(check, "kcsan", g, log)
+    guest.node_low_checks(check, log)
+    guest.mm_selftest_checks(check, log, args.free_quick)
 
 
 def part_hotplug(args, check):
