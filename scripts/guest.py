@@ -60,7 +60,8 @@ FREEACCT_RE = re.compile(r"^FREEACCT (\S+) cgroup_us=(-?\d+) self_us=(-?\d+)$",
                          re.M)
 FREEDEFAULT_RE = re.compile(r"^FREEDEFAULT parallel_free=(\d+) counters=(\d+)$",
                             re.M)
-FREEHOTPLUG_RE = re.compile(r"^FREEHOTPLUG cycles=(\d+)$", re.M)
+FREEHOTPLUG_RE = re.compile(r"^FREEHOTPLUG cycles=(\d+) zaps=(\d+) "
+                            r"zap_threads=(\d+)$", re.M)
 ZAPCASE_RE = re.compile(
     r"^ZAPCASE (\S+) rc=(\d+) memfree_before=(\d+) memfree_after=(\d+) "
     r"pz=(-?\d+) pzt=(-?\d+) pzs=(-?\d+) pzr=(-?\d+) pzb=(-?\d+) "
@@ -1055,7 +1056,8 @@ def cmd_freetest(args):
     m = FREEHOTPLUG_RE.search(log)
     check(r["ok"] and m is not None and int(m.group(1)) > 0,
           f"hotplug: 4 nodes x 2 vCPUs, CPUs 1-7 offlined and onlined "
-          f"{m.group(1) if m else 'no'} times during teardowns "
+          f"{m.group(1) if m else 'no'} times during teardowns, "
+          f"{m.group(2) if m else 'no'} exits zapped in parallel "
           f"({r['wall']:.1f} s; log {path})")
     check(not r["bad"], "hotplug: no BUG/WARNING/lockdep in the log"
           + (f": {r['bad'][0]}" if r["bad"] else ""))

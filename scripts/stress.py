@@ -302,6 +302,9 @@ def part_hotplug(args, check):
           f"times in {args.hotplug_seconds} s of teardowns ({path})")
     check(not r["bad"], "hotplug: clean log"
           + (f": {r['bad'][0]}" if r["bad"] else ""))
+    zaps, threads = (int(m.group(2)), int(m.group(3))) if m else (0, 0)
+    check(zaps >= 1 and threads >= 2 * zaps, f"hotplug: {zaps} exits "
+          f"zapped in parallel with {threads} threads meanwhile")
     free_cases(check, "hotplug", g, log, expect_counted=True)
 
 

@@ -512,10 +512,11 @@ bench() {
 
 # CPUs 1 and up go offline and online, one at a time and then all at once,
 # while teardowns of 128 to 512 MiB (some forking COW children) run with the
-# lowest threshold.
+# lowest threshold, and exits are zapped in parallel (mode hotplug).
 hotplug() {
 	cpus=$(ls -d /sys/devices/system/cpu/cpu[1-9]* | sed 's/.*cpu//')
 	end=$(($(date +%s) + $(arg mtjob.hotplug_seconds)))
+	z0=$(vmstat parallel_zap) t0=$(vmstat parallel_zap_threads)
 	( while [ "$(date +%s)" -lt "$end" ]; do
 		free_test loop 4 256 || exit 1
 	  done ) & w1=$!
@@ -541,7 +542,9 @@ hotplug() {
 	rc=0
 	wait $w1 || rc=1
 	wait $w2 || rc=1
-	echo "FREEHOTPLUG cycles=$n"
+	# The exits zapped in parallel meanwhile, and their threads.
+	echo "FREEHOTPLUG cycles=$n zaps=$(($(vmstat parallel_zap) - z0))" \
+		"zap_threads=$(($(vmstat parallel_zap_threads) - t0))"
 	return $rc
 }
 
