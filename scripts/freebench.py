@@ -22,6 +22,9 @@ ZAPTRACE_RE = re.compile(
     r"blocks=(\d+) helpers=(-?\d+) threads=(-?\d+) zap_ns=(\d+) "
     r"caller_ns=(\d+) helper_ns=(\d+)$", re.M)
 PROFILE_RE = re.compile(r"^PROFILE cpu=(\d+) (\w+) +(\d+) +([\d.]+) us")
+# free.sh's profiler setup: the functions and the two options.
+PHASES_RE = re.compile(r"^PHASES (.*) graph-time=(\d) sleep-time=(\d)$",
+                       re.M)
 
 # The phases of a teardown and the profiled functions whose time makes
 # each (free.sh's PROFILE_FUNCS).  Each function's time excludes that of
@@ -53,8 +56,8 @@ def runs(log):
     times:    {(label, MiB): {mode: [us, ...]}}
     zaps:     {(label, MiB): [(exit us, zap ns, caller ns, helper ns), ...]}
               for the zap-mode runs with a tracepoint event;
-    profiles: {(label, MiB, mode): [{phase: us summed over CPUs}, ...]}
-              for the runs with PROFILE lines."""
+    profiles: {(label, MiB, mode): [{phase: us summed over CPUs, "calls":
+              profiled calls}, ...]} for the runs with PROFILE lines."""
     times, zaps, profiles = {}, {}, {}
     key = mode = last_zap = prof = None
     for line in log.splitlines():
@@ -77,8 +80,10 @@ def runs(log):
         if m and key:
             if prof is None:
                 prof = dict.fromkeys((p for p, _ in PHASES), 0.0)
+                prof["calls"] = 0
                 profiles.setdefault(key + (mode,), []).append(prof)
             fn, us = m.group(2), float(m.group(4))
+            prof["calls"] += int(m.group(3))
             for phase, fns in PHASES:
                 if fn in fns:
                     prof[phase] += us
@@ -132,9 +137,11 @@ def print_profiles(times, profiles, modes):
     """CPU time per phase, summed over the CPUs, median ms over the runs;
     beside it the median teardown time (wall) of the same rows."""
     print("\nPer phase, CPU time summed over the CPUs (function profiler), "
-          "median ms:")
+          "median ms; calls: profiled calls a run (each costs the profiler "
+          "its entry and exit hooks):")
     print(f"{'teardown':18}{'mode':>11}{'wall':>8}" +
-          "".join(f"{p:>13}" for p, _ in PHASES) + f"{'sum':>8}")
+          "".join(f"{p:>13}" for p, _ in PHASES) + f"{'sum':>8}"
+          f"{'calls':>8}")
     for key in sorted(times):
         for m in modes:
             rows = profiles.get(key + (m,))
@@ -143,8 +150,10 @@ def print_profiles(times, profiles, modes):
             wall = statistics.median(times[key][m]) / 1000
             med = [statistics.median(r[p] for r in rows) / 1000
                    for p, _ in PHASES]
+            calls = statistics.median(r["calls"] for r in rows)
             print(f"{_gib(key):18}{m:>11}{wall:>8.0f}" +
-                  "".join(f"{x:>13.1f}" for x in med) + f"{sum(med):>8.0f}")
+                  "".join(f"{x:>13.1f}" for x in med) + f"{sum(med):>8.0f}"
+                  f"{calls:>8.0f}")
 
 
 def report(args, log, path):
@@ -173,11 +182,18 @@ def report(args, log, path):
          sorted(times.items()) for mode, rs in by_mode.items()
          for i, us in enumerate(rs)])]
     if profiles:
+        setup = PHASES_RE.search(log)
+        if not setup or setup.group(2, 3) != ("0", "0"):
+            print("freebench: the profile counted nested calls or time "
+                  "asleep (graph-time, sleep-time: "
+                  f"{setup.group(2, 3) if setup else 'no PHASES line'}); "
+                  "its phases do not add up")
+            return 1
         print_profiles(times, profiles, modes)
         csvs.append(benchplot.write_csv(
             name + "-phases", ("teardown", "mib", "mode", "run") +
-            tuple(p for p, _ in PHASES),
-            [k + (i,) + tuple(r[p] for p, _ in PHASES)
+            tuple(p for p, _ in PHASES) + ("calls",),
+            [k + (i,) + tuple(r[p] for p, _ in PHASES) + (r["calls"],)
              for k, rs in sorted(profiles.items())
              for i, r in enumerate(rs)]))
     png = plot(args, times, modes, name)

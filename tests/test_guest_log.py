@@ -196,10 +196,10 @@ BENCH zap FREE exit mib=4096 thp=0 us=1100000
         self.assertEqual(profiles, {
             ("exit", 4096, "off"): [{
                 "walk": 900000.5, "TLB flush": 2000.0,
-                "free": 800000.0, "page tables": 3500.0}],
+                "free": 800000.0, "page tables": 3500.0, "calls": 2167}],
             ("exit THP", 4096, "zap"): [{
                 "walk": 401.0, "TLB flush": 0.0, "free": 0.0,
-                "page tables": 6.0}]})
+                "page tables": 6.0, "calls": 10}]})
 
 
 if __name__ == "__main__":

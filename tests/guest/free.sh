@@ -468,6 +468,9 @@ bench() {
 			done
 			echo 0 > $tr/options/graph-time
 			echo 0 > $tr/options/sleep-time
+			echo "PHASES $(tr '\n' ' ' < $tr/set_ftrace_filter)" \
+				"graph-time=$(cat $tr/options/graph-time)" \
+				"sleep-time=$(cat $tr/options/sleep-time)"
 		fi
 	fi
 	for i in $(seq "${reps:-3}"); do
