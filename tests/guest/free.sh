@@ -443,8 +443,9 @@ swap_on_zram() {
 # a ZAPTRACE line.  With mtjob.free_phases=1 (freebench --phases; needs
 # CONFIG_FUNCTION_PROFILER, which the benchmark kernel has) every run is
 # profiled by ftrace's function profiler over PROFILE_FUNCS, each
-# function's time without that of the profiled functions it calls and
-# without time asleep, and each CPU's figures follow as PROFILE lines.
+# function's time with that of what it calls, without time asleep, and
+# each CPU's figures follow as PROFILE lines (scripts/freebench.py makes
+# the phases of them).
 PROFILE_FUNCS="unmap_vmas unmap_vma_range flush_tlb_mm_range
 free_pages_and_swap_cache free_pgtables tlb_finish_mmu"
 bench() {
@@ -466,7 +467,6 @@ bench() {
 				echo $f >> $tr/set_ftrace_filter ||
 					echo "BENCH-FAILED phases: $f cannot be profiled"
 			done
-			echo 0 > $tr/options/graph-time
 			echo 0 > $tr/options/sleep-time
 			echo "PHASES $(tr '\n' ' ' < $tr/set_ftrace_filter)" \
 				"graph-time=$(cat $tr/options/graph-time)" \
