@@ -174,11 +174,15 @@ oom_mid_teardown() {
 	echo "free.sh: oom: free_test exited with $rc" \
 		"($([ $rc = 137 ] && echo killed || echo not killed))"
 	[ -e /tmp/oom-child-ok ] || { echo "free.sh: oom: the child failed"; return 1; }
-	# The child exits after writing the file: wait until it has, so that
-	# the memory it frees on exit is not read as this case's leak (seen on
-	# the 16-vCPU stress guest: 456 MiB read 1 s too early).
-	for i in $(seq 60); do
-		[ -z "$(cat /sys/fs/cgroup/oom/cgroup.procs)" ] && break
+	# The child exits after writing the file: wait until it is dead, so
+	# that the memory it frees on exit is not read as this case's leak
+	# (seen on the 16-vCPU stress guest: 456 MiB read 1 s too early).
+	# cgroup.procs leaves out a leader whose threads are all exiting
+	# before exit_mm(); "populated 0" waits for the last one to be dead
+	# (cgroup_task_dead(), after its final schedule), which on the KCSAN
+	# kernel took longer than memfree()'s 3 s (192 MiB read too early).
+	for i in $(seq 120); do
+		grep -q '^populated 0$' /sys/fs/cgroup/oom/cgroup.events && break
 		sleep 1
 	done
 	# Killed (137) or finished first (0): both leave the memory back.
