@@ -945,8 +945,12 @@ def zap_checks(check, log, args):
     free_memory_checks(check, "", found, free_tolerance_kb(args))
     free_acct_checks(check, log, "zap-")
     ev = [tuple(map(int, m)) for m in freebench.ZAPTRACE_RE.findall(log)]
-    check(any(e[0] >= 131072 and e[1] >= 1 and e[2] >= 256 and e[4] >= 2
-              and e[5] > 0 and e[7] > 0 for e in ev),
+    # The event's pages are get_mm_rss(): per-CPU counters read without
+    # their CPUs' deltas, each below percpu_counter_batch (max(32, 2 x
+    # CPUs)); 131040 of a 512 MiB exit's 131072 pages were seen.
+    slack = max(32, 2 * args.cpus) * args.cpus
+    check(any(e[0] >= 131072 - slack and e[1] >= 1 and e[2] >= 256
+              and e[4] >= 2 and e[5] > 0 and e[7] > 0 for e in ev),
           f"zap trace: zap_parallel:exit_mmap_zap_parallel recorded the "
           f"512 MiB exit with threads, job and helper times ({len(ev)} "
           f"events: {ev[:2]})")
