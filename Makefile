@@ -141,6 +141,7 @@ BENCH_ON := FUNCTION_TRACER FUNCTION_GRAPH_TRACER FUNCTION_PROFILER
 kernel-bench: config
 	$(call derived-kernel,$(KBUILD_BENCH),$(foreach o,$(BENCH_DEBUG_OFF),-d $(o)) $(foreach o,$(BENCH_ON),-e $(o)),bench)
 	@! grep -qE '^CONFIG_(PROVE_LOCKING|DEBUG_OBJECTS|DEBUG_ATOMIC_SLEEP)=y' $(KBUILD_BENCH)/.config
+	@grep -q '^CONFIG_FUNCTION_PROFILER=y' $(KBUILD_BENCH)/.config
 	@echo "kernel-bench: $(KBUILD_BENCH)/arch/x86/boot/bzImage"
 
 # What distributions build: modules with MODVERSIONS, which Rust accepts on

@@ -35,14 +35,20 @@ PHASES_RE = re.compile(r"^PHASES (.*) graph-time=(\d) sleep-time=(\d)$",
 #   free         free_pages_and_swap_cache(), every batch of gathered pages
 #                freed;
 #   page tables  free_pgtables(), the caller's unlinking and gathering of
-#                the page tables (with the few flushes it makes itself);
+#                the page tables, with the flushes it makes when its batch
+#                of tables fills (tlb_table_flush(), a few an exit: they
+#                are in TLB flush too, and so left out of walk twice); the
+#                tables themselves are freed later, by RCU callbacks that
+#                no phase counts;
 #   walk         the rest of unmap_vmas() and, for the parallel zap's
 #                chunks, unmap_vma_range() and the tlb_finish_mmu() of every
-#                gather: the page table walk, rmap, swap entries, gathering,
-#                the gathers' bookkeeping and the page tables' free.
+#                gather: the page table walk, rmap, swap entries, gathering
+#                and the gathers' bookkeeping.
 # That needs every flush and free to run inside one of those four
 # functions, as in modes off and zap; the parallel free's helpers free
-# outside them, so its modes get no phases.
+# outside them, so its modes get no phases.  The profile covers the whole
+# free_test command, so the shell's fork and exec of it (a few hundred
+# pages) are in it too.
 TOP = ("unmap_vmas", "unmap_vma_range", "tlb_finish_mmu", "free_pgtables")
 PHASES = ("walk", "TLB flush", "free", "page tables")
 PHASE_MODES = ("off", "zap")
@@ -76,6 +82,10 @@ def runs(log):
     key = mode = last_zap = prof = None
     for line in log.splitlines():
         m = BENCH_RE.match(line)
+        if not m and line.startswith("BENCH"):
+            # A failed run: what follows is nobody's.
+            key = mode = last_zap = prof = None
+            continue
         if m:
             mode, what, mib, thp, us = m.groups()
             key = (label(what, thp), int(mib))
@@ -192,6 +202,9 @@ def report(args, log, path):
         [(what, mib, mode, i, us) for (what, mib), by_mode in
          sorted(times.items()) for mode, rs in by_mode.items()
          for i, us in enumerate(rs)])]
+    if getattr(args, "phases", False) and not profiles:
+        print(f"freebench: --phases, but no PROFILE lines in {path}")
+        return 1
     if profiles:
         setup = PHASES_RE.search(log)
         if not setup or setup.group(2, 3) != ("1", "0"):

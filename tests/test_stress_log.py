@@ -50,6 +50,28 @@ class KcsanReports(unittest.TestCase):
         self.assertEqual(len(others), 1)
         self.assertIn("tick_sched_do_timer", others[0])
 
+    def test_long_stacks(self):
+        """A report of two 60-frame stacks, ours only at the bottom of the
+        second, is found and is ours; a report cut off is ours too."""
+        deep = [f"upstream_fn{i}" for i in range(59)]
+        log = report("free_pcppages_bulk / free_pcppages_bulk",
+                     deep + ["worker_thread"],
+                     deep + ["zap_parallel_chunk"])
+        ours, others = stress.kcsan_reports(log)
+        self.assertEqual((len(ours), len(others)), (1, 0))
+        full = report("a / b", ["a"], ["b"])
+        cut = full[:full.index("Reported by")]
+        ours, others = stress.kcsan_reports(cut)
+        self.assertEqual((len(ours), len(others)), (1, 0))
+
+    def test_upstream_names_alike(self):
+        """Upstream functions that end like our test callbacks are not
+        ours."""
+        ours, others = stress.kcsan_reports(report(
+            "ida_random_fn / xchk_btree_rec_fn", ["ida_random_fn"],
+            ["xchk_btree_rec_fn"]))
+        self.assertEqual((len(ours), len(others)), (0, 1))
+
 
 if __name__ == "__main__":
     unittest.main()

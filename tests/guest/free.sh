@@ -180,11 +180,13 @@ oom_mid_teardown() {
 	# cgroup.procs leaves out a leader whose threads are all exiting
 	# before exit_mm(); "populated 0" waits for the last one to be dead
 	# (cgroup_task_dead(), after its final schedule), which on the KCSAN
-	# kernel took longer than memfree()'s 3 s (192 MiB read too early).
+	# kernel took longer than memfree()'s 3 s (191 MiB read too early).
 	for i in $(seq 120); do
 		grep -q '^populated 0$' /sys/fs/cgroup/oom/cgroup.events && break
 		sleep 1
 	done
+	grep -q '^populated 0$' /sys/fs/cgroup/oom/cgroup.events ||
+		echo "free.sh: oom: the cgroup still has a task after 120 s"
 	# Killed (137) or finished first (0): both leave the memory back.
 	[ $rc = 137 ] || [ $rc = 0 ]
 }
