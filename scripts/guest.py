@@ -105,8 +105,9 @@ MM_SELFTESTS = (
 # Run by the full free tests only (free_params() has free.sh's
 # mm_selftests skip them with mtjob.free=quick): uffd-unit-tests failed
 # its "memory corruption" check on the KASAN kernel in 2 of 3 runs with
-# the parallel zap and free off too (doc/results.md, 2026-11-26), a failure of the test or of upstream
-# under TCG's timing that 'make check' should not depend on.
+# the parallel zap and free off too (doc/results.md, 2026-11-26), a
+# failure of the test or of upstream under TCG's timing that 'make check'
+# should not depend on.
 MM_SELFTESTS_FULL_ONLY = ("uffd-unit-tests",)
 
 
