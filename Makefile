@@ -22,7 +22,7 @@ SERIES_KBUILD := $(BUILD)/series-kbuild-$(VERSION)
 BUILD_LOG     := $(BUILD)/build-$(VERSION).log
 export KBUILD_NORUST KBUILD_BENCH SERIES_OUT SERIES_KBUILD BUILD_LOG
 JOBS      ?= $(shell echo $$(( $$(nproc) + 1 )))
-KUNITCONFIG := $(OVERLAY)/tests/mt_job.kunitconfig
+KUNITCONFIG := $(OVERLAY)/tests/mtjob.kunitconfig
 QEMU_CONFIG := $(OVERLAY)/tests/qemu_configs/x86_64_numa.py
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 export KERNEL_SRC
@@ -32,7 +32,7 @@ MEM     ?= 8
 CPUS    ?= 4
 NODES   ?= 2
 REPEAT  ?= 3
-ENGINES ?= rust,padata,serial,rust:mt_job.max_threads=1
+ENGINES ?= rust,padata,serial,rust:mtjob.max_threads=1
 APPEND  ?=
 
 # The benchmarks' plots need matplotlib (Debian's python3-matplotlib, which
@@ -62,7 +62,7 @@ help:
 	@echo "make kernel  apply, configure and build (incremental)"
 	@echo "make bench-hugetlb  hugetlb boot allocation time: rust, padata, 1 thread"
 	@echo "make bench-free     munmap/exit time of 2/4/6 GiB: serial, parallel free (by node, interleaved), parallel zap"
-	@echo "make bench-engine   mt_job_run() vs padata_do_multithreaded(), same jobs, one boot"
+	@echo "make bench-engine   mtjob_run() vs padata_do_multithreaded(), same jobs, one boot"
 	@echo "make bench-deferred deferred init per engine on 5 guest shapes, 15 boots each"
 	@echo "make stress  sanitizers, random jobs, fault injection, hotplug, 8-node server (hours)"
 	@echo "make series  cut the overlay into the RFC patches (build/series-7.3/)"
@@ -120,7 +120,7 @@ define derived-kernel
 endef
 
 # The same configuration without Rust (CONFIG_RUST=n, hence no
-# CONFIG_MT_JOB_RUST): what distribution kernels build.  Its own build
+# CONFIG_MTJOB_RUST): what distribution kernels build.  Its own build
 # directory; incremental like the other.
 kernel-norust: config
 	$(call derived-kernel,$(KBUILD_NORUST),-d RUST,norust)
@@ -151,7 +151,7 @@ kernel-bench: config
 # kernel-modversions builds it (make check-full; gendwarfksyms needs libdw).
 KBUILD_MODV := $(KBUILD)-modversions
 MODV_ON := MODULES MODVERSIONS DEBUG_INFO_DWARF5 GENDWARFKSYMS RUST \
-	MT_JOB_RUST MMU_GATHER_PARALLEL_FREE
+	MTJOB_RUST MMU_GATHER_PARALLEL_FREE
 kconfig-modversions: config
 	@mkdir -p $(KBUILD_MODV)
 	@cp $(KBUILD)/.config $(KBUILD_MODV)/.config.new
@@ -166,7 +166,7 @@ kconfig-modversions: config
 	if [ -n "$$missing" ]; then \
 		echo "kconfig-modversions: with MODVERSIONS these are off:$$missing"; exit 1; \
 	fi; \
-	echo "kconfig-modversions: MODVERSIONS, GENDWARFKSYMS, RUST, MT_JOB_RUST and MMU_GATHER_PARALLEL_FREE all on ($(KBUILD_MODV)/.config)"
+	echo "kconfig-modversions: MODVERSIONS, GENDWARFKSYMS, RUST, MTJOB_RUST and MMU_GATHER_PARALLEL_FREE all on ($(KBUILD_MODV)/.config)"
 
 kernel-modversions: kconfig-modversions
 	@test -e /usr/include/elfutils/libdw.h || \
@@ -195,7 +195,7 @@ check-full:
 	@CHECK_FULL=1 bash scripts/check.sh
 
 # Boot-time hugetlb allocation time, 2M and 1G, per engine, REPEAT boots.
-BENCH_ENGINES ?= rust,padata,rust:mt_job.max_threads=1
+BENCH_ENGINES ?= rust,padata,rust:mtjob.max_threads=1
 bench-hugetlb: kernel-bench
 	$(PYTHON_PLOT) scripts/guest.py hugetlbbench --kbuild $(KBUILD_BENCH) \
 		--mem $(MEM) --cpus $(CPUS) --nodes $(NODES) --repeat $(REPEAT) \
@@ -218,7 +218,7 @@ bench-free: kernel-bench
 		--thp "$(THP)" --what "$(WHAT)" --prealloc \
 		$(if $(filter 1,$(PHASES)),--phases)
 
-# The engines side by side (CONFIG_MT_JOB_BENCH; one boot; CSV and plots in
+# The engines side by side (CONFIG_MTJOB_BENCH; one boot; CSV and plots in
 # build/bench/).  Defaults: 2 nodes, 2 vCPUs in all, which the 2-core host
 # can run without oversubscription.
 BENCH_CPUS ?= 2

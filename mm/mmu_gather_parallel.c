@@ -4,7 +4,7 @@
  *
  * A large munmap() or exit() spends most of its time freeing pages, with one
  * thread taking each zone's lock in turn.  Here the pages of a large gather
- * are freed by the calling task and kworker helpers with mt_job_run().  It
+ * are freed by the calling task and kworker helpers with mtjob_run().  It
  * is off until vm.parallel_free is set to 1 (a static key).  Then:
  *
  * - A round is what a gather holds without growing (MAX_GATHER_BATCH_COUNT
@@ -63,7 +63,7 @@
  * - The job's indices are the gather's batches, in the order of its batch
  *   list, which each chunk walks from its head: no array to allocate.  With
  *   vm.parallel_free_by_node, the list is first relinked by the node of each
- *   batch's first page and the batches freed with MT_JOB_AFFINITY_BY_INDEX,
+ *   batch's first page and the batches freed with MTJOB_AFFINITY_BY_INDEX,
  *   so that helpers on node N take node N's batches first and contend for
  *   node N's zone locks; batches of a node without an idle CPU are tied to
  *   no node.
@@ -77,7 +77,7 @@
 #include <linux/memcontrol.h>
 #include <linux/mm.h>
 #include <linux/mmzone.h>
-#include <linux/mt_job.h>
+#include <linux/mtjob.h>
 #include <linux/mutex.h>
 #include <linux/nodemask.h>
 #include <linux/oom.h>
@@ -265,8 +265,8 @@ static void tlb_parallel_free_ask(struct mmu_gather *tlb)
 
 	if (tlb->parallel_free_refused || tlb->parallel_free_helpers)
 		return;
-	/* mt_job.engine=serial or mt_job.max_threads=1: no helper to have. */
-	if (!mt_job_may_use_helpers(GFP_NOWAIT) || !tlb_parallel_free_allowed(tlb)) {
+	/* mtjob.engine=serial or mtjob.max_threads=1: no helper to have. */
+	if (!mtjob_may_use_helpers(GFP_NOWAIT) || !tlb_parallel_free_allowed(tlb)) {
 		tlb->parallel_free_refused = 1;
 		count_vm_event(TLB_PARALLEL_FREE_NOGROW);
 		return;
@@ -415,7 +415,7 @@ static int tlb_free_batches(unsigned long start, unsigned long end,
 	if (helper)
 		runtime = task_sched_runtime(current);
 	/*
-	 * Four chunks per thread (mt_job's plan), each walking the list from
+	 * Four chunks per thread (mtjob's plan), each walking the list from
 	 * its head: about 8000 steps for 2 GiB gathered on four threads.
 	 */
 	batch = tlb_batch_after(&fj->tlb->local, start);
@@ -433,7 +433,7 @@ static int tlb_free_batch_nid(unsigned long index, void *arg)
 	struct tlb_free_job *fj = arg;
 
 	/*
-	 * Asked by the caller alone, before any chunk runs (struct mt_job):
+	 * Asked by the caller alone, before any chunk runs (struct mtjob):
 	 * for rising indices in practice; a lower one walks from the head.
 	 */
 	if (index < fj->at_index) {
@@ -460,7 +460,7 @@ static bool tlb_free_parallel(struct mmu_gather *tlb, unsigned long freeable,
 		.idle_nodes	= NODE_MASK_NONE,
 		.at		= &tlb->local,
 	};
-	struct mt_job job = {
+	struct mtjob job = {
 		.thread_fn	= tlb_free_batches,
 		.fn_arg		= &fj,
 		.align		= 1,
@@ -469,7 +469,7 @@ static bool tlb_free_parallel(struct mmu_gather *tlb, unsigned long freeable,
 		.gfp		= GFP_NOWAIT,
 		.name		= "mmu_gather",
 	};
-	struct mt_job_report report;
+	struct mtjob_report report;
 	struct mmu_gather_batch *batch;
 	u64 start_ns = 0, helper_ns;
 	unsigned int nr = 0;
@@ -488,15 +488,15 @@ static bool tlb_free_parallel(struct mmu_gather *tlb, unsigned long freeable,
 			if (idle_cpu(cpu))
 				node_set(cpu_to_node(cpu), fj.idle_nodes);
 		tlb_free_sort_by_node(tlb, nr - 1, &fj.idle_nodes);
-		job.affinity = MT_JOB_AFFINITY_BY_INDEX;
+		job.affinity = MTJOB_AFFINITY_BY_INDEX;
 		job.node_of = tlb_free_batch_nid;
 	} else {
-		job.affinity = MT_JOB_AFFINITY_INTERLEAVE;
+		job.affinity = MTJOB_AFFINITY_INTERLEAVE;
 	}
 	if (trace_tlb_parallel_free_enabled())
 		start_ns = local_clock();
 	/* The job is valid by construction: on failure nothing ran. */
-	if (WARN_ON_ONCE(mt_job_run_report(&job, &report)))
+	if (WARN_ON_ONCE(mtjob_run_report(&job, &report)))
 		return false;
 	helper_ns = atomic64_read(&fj.helper_ns);
 	sched_account_offload(current, helper_ns);
@@ -565,7 +565,7 @@ void __tlb_parallel_free_flush(struct mmu_gather *tlb)
 	if (static_branch_unlikely(&tlb_parallel_free_key) &&
 	    pages >= READ_ONCE(sysctl_parallel_free_threshold)) {
 		if (!tlb->parallel_free_helpers && !tlb->parallel_free_refused &&
-		    mt_job_may_use_helpers(GFP_NOWAIT) && tlb_parallel_free_allowed(tlb))
+		    mtjob_may_use_helpers(GFP_NOWAIT) && tlb_parallel_free_allowed(tlb))
 			tlb->parallel_free_helpers = tlb_parallel_free_reserve();
 		freed = tlb->parallel_free_helpers &&
 			tlb_free_parallel(tlb, pages, gathered);

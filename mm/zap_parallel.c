@@ -8,7 +8,7 @@
  * parallel free (mm/mmu_gather_parallel.c) takes only the last part off the
  * exiting thread, which bounds what it gains at the share of the free.  Here
  * the zap itself runs on kworker helpers as well as the exiting task, with
- * mt_job_run().  It is off until vm.parallel_zap is set to 1 (a static key);
+ * mtjob_run().  It is off until vm.parallel_zap is set to 1 (a static key);
  * then exit_mmap() asks exit_mmap_zap_parallel() before unmap_vmas().
  *
  * - When.  The exiting task's own mm (not the old mm exec() drops, nor one
@@ -82,9 +82,9 @@
  *
  * - Node affinity, where it is cheap to know: a VMA bound to one node
  *   (MPOL_BIND or MPOL_PREFERRED of one node, e.g. by mbind()) has its
- *   chunks zapped by a helper on that node (MT_JOB_AFFINITY_BY_INDEX),
+ *   chunks zapped by a helper on that node (MTJOB_AFFINITY_BY_INDEX),
  *   which takes that node's zone locks when it frees; with no such VMA the
- *   helpers have no affinity (MT_JOB_AFFINITY_NONE).
+ *   helpers have no affinity (MTJOB_AFFINITY_NONE).
  *
  * - The helpers' CPU time (task_sched_runtime() around their chunks) is
  *   charged to the caller's cgroups after the job (sched_account_offload()).
@@ -100,7 +100,7 @@
 #include <linux/mempolicy.h>
 #include <linux/mm.h>
 #include <linux/mmu_notifier.h>
-#include <linux/mt_job.h>
+#include <linux/mtjob.h>
 #include <linux/mutex.h>
 #include <linux/nodemask.h>
 #include <linux/oom.h>
@@ -307,7 +307,7 @@ static int zap_vma_node(struct vm_area_struct *vma)
 	return NUMA_NO_NODE;
 }
 
-/* Asked by the caller alone, before any chunk runs (struct mt_job). */
+/* Asked by the caller alone, before any chunk runs (struct mtjob). */
 static int zap_parallel_node_of(unsigned long index, void *arg)
 {
 	struct zap_job *zj = arg;
@@ -357,7 +357,7 @@ static bool zap_parallel_plan(struct zap_job *zj, struct vm_area_struct *vma,
  *	@unmap->first on, under mmap_read_lock()
  *
  * Called where exit_mmap() calls unmap_vmas(), with vm.parallel_zap set.
- * Unmaps every VMA, as unmap_vmas() would, with an mt_job of kworker helpers
+ * Unmaps every VMA, as unmap_vmas() would, with an mtjob of kworker helpers
  * and the calling task, when the task and its mm qualify (top of this file),
  * and the VMAs helpers may not zap with @tlb after the job.
  *
@@ -372,7 +372,7 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
 		.caller		= current,
 		.helper_ns	= ATOMIC64_INIT(0),
 	};
-	struct mt_job job = {
+	struct mtjob job = {
 		.thread_fn	= zap_parallel_chunk,
 		.fn_arg		= &zj,
 		.align		= 1,
@@ -382,7 +382,7 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
 	unsigned long pages = get_mm_rss(mm) + get_mm_counter(mm, MM_SWAPENTS);
 	unsigned long threshold = READ_ONCE(sysctl_parallel_zap_threshold);
 	struct mmu_notifier_range range;
-	struct mt_job_report report = {};
+	struct mtjob_report report = {};
 	u64 start_ns = 0, job_ns = 0;
 	struct vm_area_struct *vma;
 	unsigned long chunks;
@@ -391,7 +391,7 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
 
 	if (pages < threshold)
 		return false;
-	if (!mt_job_may_use_helpers(GFP_NOWAIT) || !zap_parallel_allowed(mm)) {
+	if (!mtjob_may_use_helpers(GFP_NOWAIT) || !zap_parallel_allowed(mm)) {
 		count_vm_event(PARALLEL_ZAP_REFUSED);
 		return false;
 	}
@@ -418,10 +418,10 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
 		return false;
 	}
 	if (by_node) {
-		job.affinity = MT_JOB_AFFINITY_BY_INDEX;
+		job.affinity = MTJOB_AFFINITY_BY_INDEX;
 		job.node_of = zap_parallel_node_of;
 	} else {
-		job.affinity = MT_JOB_AFFINITY_NONE;
+		job.affinity = MTJOB_AFFINITY_NONE;
 	}
 	job.size = zj.nr_blocks;
 	job.max_threads = helpers + 1;
@@ -431,7 +431,7 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
 	mmu_notifier_invalidate_range_start(&range);
 	if (trace_exit_mmap_zap_parallel_enabled())
 		start_ns = local_clock();
-	ret = mt_job_run_report(&job, &report);
+	ret = mtjob_run_report(&job, &report);
 	/* Valid by construction: on -EINVAL nothing ran. */
 	if (WARN_ON_ONCE(ret))
 		zap_parallel_chunk(0, job.size, &zj);

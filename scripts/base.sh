@@ -37,7 +37,7 @@ cd "$tree.tmp"
 git init -q -b base .
 # Debian's top-level .gitignore ignores everything: add with -f.
 git add -f -A .
-git -c user.name=mt_job -c user.email=mt_job@localhost commit -q -m "$desc"
+git -c user.name=mtjob -c user.email=mtjob@localhost commit -q -m "$desc"
 cd - >/dev/null
 mv "$tree.tmp" "$tree"
 echo "base: $tree ready ($desc)"

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Benchmarks of the mt_job engines, side by side, in QEMU guests.
+"""Benchmarks of the mtjob engines, side by side, in QEMU guests.
 
-  bench.py engine    one boot with mt_job_bench.run=1 (CONFIG_MT_JOB_BENCH):
+  bench.py engine    one boot with mtjob_bench.run=1 (CONFIG_MTJOB_BENCH):
                      the same jobs on the Rust engine and on padata,
                      alternating; per point median/min/max and the ratio
   bench.py deferred  deferred struct page init per engine on guests of
@@ -26,13 +26,13 @@ import guest  # noqa: E402
 import helpertrace  # noqa: E402
 
 ENGINE_RE = re.compile(
-    r"mt_job_bench: fn=(\w+) aff=(\w+) cap=(\d+) size=(\d+) reps=(\d+) "
+    r"mtjob_bench: fn=(\w+) aff=(\w+) cap=(\d+) size=(\d+) reps=(\d+) "
     r"rust_ns=(\d+)/(\d+)/(\d+) padata_ns=(\d+)/(\d+)/(\d+) "
     r"rust/padata=[\d.]+ rust_threads=(\d+)-(\d+) padata_threads=(\d+)")
-ENGINE_HEAD_RE = re.compile(r"mt_job_bench: (\d+) online CPUs, (\d+) nodes")
-ENGINE_DONE_RE = re.compile(r"mt_job_bench: done \((-?\d+)\)")
+ENGINE_HEAD_RE = re.compile(r"mtjob_bench: (\d+) online CPUs, (\d+) nodes")
+ENGINE_DONE_RE = re.compile(r"mtjob_bench: done \((-?\d+)\)")
 # The printk timestamp of the head line and of each point's line.
-ENGINE_TS_RE = re.compile(r"^\[\s*(\d+\.\d+)\] mt_job_bench: (?:fn=|\d+ online)",
+ENGINE_TS_RE = re.compile(r"^\[\s*(\d+\.\d+)\] mtjob_bench: (?:fn=|\d+ online)",
                           re.M)
 ENGINE_FIELDS = ("fn", "aff", "cap", "size", "reps", "rust_med_ns",
                  "rust_min_ns", "rust_max_ns", "padata_med_ns",
@@ -48,7 +48,7 @@ def shape(args):
 
 
 def expected_points(max_size, cpus):
-    """The points the kernel's benchmark runs (kernel/mt_job_bench.c)."""
+    """The points the kernel's benchmark runs (kernel/mtjob_bench.c)."""
     caps = [1, 2] + ([cpus] if cpus > 2 else [])
     sizes, s = [], 1
     while s <= max_size:
@@ -82,16 +82,16 @@ def set_prealloc(args):
 
 
 def cmd_engine(args):
-    if guest.kconfig(args, "MT_JOB_BENCH") != "y":
-        guest.die("the kernel has no CONFIG_MT_JOB_BENCH=y: add it to "
-                  "tests/mt_job.kunitconfig (it is there by default) and "
+    if guest.kconfig(args, "MTJOB_BENCH") != "y":
+        guest.die("the kernel has no CONFIG_MTJOB_BENCH=y: add it to "
+                  "tests/mtjob.kunitconfig (it is there by default) and "
                   "run 'make kernel'")
-    if "mt_job.max_threads" in args.append:
-        guest.die("mt_job.max_threads= would cap the Rust engine only: the "
+    if "mtjob.max_threads" in args.append:
+        guest.die("mtjob.max_threads= would cap the Rust engine only: the "
                   "benchmark sets each job's cap itself")
     args.timeout = max(args.timeout, 3600)
-    extra = (f"mt_job_bench.run=1 mt_job_bench.max_size={args.max_size}"
-             + (f" mt_job_bench.reps={args.reps}" if args.reps else "")
+    extra = (f"mtjob_bench.run=1 mtjob_bench.max_size={args.max_size}"
+             + (f" mtjob_bench.reps={args.reps}" if args.reps else "")
              + (f" {helpertrace.params(32)}"
                 if args.helper_trace and not args.smoke else ""))
     set_prealloc(args)
@@ -110,7 +110,7 @@ def cmd_engine(args):
     csv = benchplot.write_csv(name, ENGINE_FIELDS, rows)
     debug = [o for o in ("PROVE_LOCKING", "DEBUG_OBJECTS", "KASAN", "KCSAN")
              if guest.kconfig(args, o) == "y"]
-    print(f"mt_job_run() (Rust engine) against padata_do_multithreaded(), "
+    print(f"mtjob_run() (Rust engine) against padata_do_multithreaded(), "
           f"one boot, {args.nodes} nodes, {args.cpus} vCPUs, "
           f"{args.accel.upper()} on {os.cpu_count()} host CPUs, kernel "
           f"{args.kbuild}" + (f" WITH {', '.join(debug)}" if debug else
@@ -241,7 +241,7 @@ def plot_engine(name, rows, args):
         ax.set_title(f"chunk function: {fn}")
         ax.legend(fontsize=8)
     axes[0].set_ylabel("median time, rust / padata")
-    fig.suptitle(f"mt_job_run() vs padata, {args.nodes} nodes, {args.cpus} "
+    fig.suptitle(f"mtjob_run() vs padata, {args.nodes} nodes, {args.cpus} "
                  "vCPUs (TCG)")
     benchplot.save(fig, f"{name}-ratio")
 
@@ -526,7 +526,7 @@ def main():
                     "(a guest's own kernel parameters after +; default "
                     f"{DEFERRED_GUESTS})")
     ap.add_argument("--engines",
-                    default="rust,padata,serial,rust:mt_job.max_threads=1",
+                    default="rust,padata,serial,rust:mtjob.max_threads=1",
                     help="deferred: engine specs as for scripts/guest.py")
     ap.add_argument("--repeat", type=int, default=9,
                     help="deferred: boots per engine and guest")

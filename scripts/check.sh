@@ -136,8 +136,8 @@ checkpatch() {
 	mm:.memcontrol:.add.mem_cgroup_task_margin hannes@cmpxchg.org,mhocko@kernel.org,akpm@linux-foundation.org,roman.gushchin@linux.dev,shakeel.butt@linux.dev,muchun.song@linux.dev,cgroups@vger.kernel.org,linux-mm@kvack.org
 	mm:.free.the.pages.of.large.teardowns will@kernel.org,akpm@linux-foundation.org,linux-arch@vger.kernel.org,linux-mm@kvack.org
 	rust:.workqueue:.add.scoped rust-for-linux@vger.kernel.org
-	rust:.add.kernel::mt_job maintainers@users.noreply,linux-mm@kvack.org,rust-for-linux@vger.kernel.org
-	kernel:.add.mt_job_run maintainers@users.noreply,linux-mm@kvack.org
+	rust:.add.kernel::mtjob maintainers@users.noreply,linux-mm@kvack.org,rust-for-linux@vger.kernel.org
+	kernel:.add.mtjob_run maintainers@users.noreply,linux-mm@kvack.org
 	EOF
 	[ $rc = 0 ] && echo "checkpatch --strict: all $(echo "$patches" | wc -l) patches clean (signed off; FILE_PATH_CHANGES answered); MAINTAINERS covers every file; get_maintainer reaches each patch's maintainers"
 	return $rc
@@ -175,21 +175,21 @@ docs() {
 	else
 		echo "rustdoc: no warning in our Rust files"
 	fi
-	grep -v -e 'kernel-doc::' -e ':export:' "$TREE/Documentation/core-api/mt_job.rst" |
+	grep -v -e 'kernel-doc::' -e ':export:' "$TREE/Documentation/core-api/mtjob.rst" |
 		python3 -c 'import sys, docutils.core
 docutils.core.publish_string(sys.stdin.read(), writer_name="null",
 	settings_overrides={"report_level": 2, "halt_level": 2})' ||
-		{ echo "Documentation/core-api/mt_job.rst does not parse"; rc=1; }
+		{ echo "Documentation/core-api/mtjob.rst does not parse"; rc=1; }
 	return $rc
 }
 stage docs docs; count $?
 
 kunit() {
 	(cd "$TREE" && python3 tools/testing/kunit/kunit.py exec \
-		--build_dir "$KBUILD" --kunitconfig "$OVERLAY/tests/mt_job.kunitconfig" \
+		--build_dir "$KBUILD" --kunitconfig "$OVERLAY/tests/mtjob.kunitconfig" \
 		--qemu_config "$OVERLAY/tests/qemu_configs/x86_64_numa.py" \
 		--timeout 600) 2>&1 | tee "$logs/kunit.log" | grep -E \
-		'^\[..:..:..\] (# Subtest|Testing complete|.*(FAILED|CRASHED|\[PASSED\] (mt_job|rust_mt_job|rust_workqueue_scope|rust_doctests)))|not ok'
+		'^\[..:..:..\] (# Subtest|Testing complete|.*(FAILED|CRASHED|\[PASSED\] (mtjob|rust_mtjob|rust_workqueue_scope|rust_doctests)))|not ok'
 	local rc=${PIPESTATUS[0]}
 	grep -q 'Testing complete' "$logs/kunit.log" || rc=1
 	# A splat in a helper (lockdep, debugobjects, might_sleep) fails no
@@ -213,24 +213,24 @@ failed=$((failed + ${kf:-0} + ${kc:-0}))
 
 # The join of a workqueue scope is visible to lockdep: one KUnit case, booted
 # alone because the report it expects ends lockdep for that boot; once with a
-# join of two threads (mt_job_test.lockdep_report=1), once with a job of one
-# thread, which mt_job_run() runs without the Rust engine (=2).
+# join of two threads (mtjob_test.lockdep_report=1), once with a job of one
+# thread, which mtjob_run() runs without the Rust engine (=2).
 lockdep_report() {
 	local mode want
 	for mode in 1 2; do
 		(cd "$TREE" && python3 tools/testing/kunit/kunit.py exec \
-			--build_dir "$KBUILD" --kunitconfig "$OVERLAY/tests/mt_job.kunitconfig" \
+			--build_dir "$KBUILD" --kunitconfig "$OVERLAY/tests/mtjob.kunitconfig" \
 			--qemu_config "$OVERLAY/tests/qemu_configs/x86_64_numa.py" \
-			--timeout 300 --kernel_args mt_job_test.lockdep_report=$mode \
-			'mt_job.mt_job_test_lockdep_report') > "$logs/lockdep-$mode.log" 2>&1
+			--timeout 300 --kernel_args mtjob_test.lockdep_report=$mode \
+			'mtjob.mtjob_test_lockdep_report') > "$logs/lockdep-$mode.log" 2>&1
 		cp "$KBUILD/test.log" "$logs/lockdep-kernel-$mode.log"
 		grep -q 'Ran 1 tests: passed: 1' "$logs/lockdep-$mode.log" ||
 			{ tail -n 20 "$logs/lockdep-$mode.log"; return 1; }
 		grep -q 'possible circular locking dependency' "$logs/lockdep-kernel-$mode.log" ||
 			{ echo "no lockdep report in $logs/lockdep-kernel-$mode.log"; return 1; }
-		# Which join reported: the Rust scope's (1), mt_job_run()'s own (2).
+		# Which join reported: the Rust scope's (1), mtjob_run()'s own (2).
 		want=lockdep_join
-		[ $mode = 2 ] && want='at: __mt_job_run'
+		[ $mode = 2 ] && want='at: __mtjob_run'
 		grep -q "(lockdep_run){.*$want" "$logs/lockdep-kernel-$mode.log" ||
 			{ echo "the report of mode $mode is not at $want"; return 1; }
 	done

@@ -53,7 +53,7 @@ TLB_TRACE_RE = re.compile(
     r"batches=(\d+) helpers=(\d+) threads=(-?\d+) held_ns=(\d+) "
     r"free_ns=(\d+) helper_ns=(\d+)$", re.M)
 JOB_TRACE_RE = re.compile(
-    r"^FREETRACE .* mt_job_run: name=mmu_gather caller=(\S+) engine=(\w+) "
+    r"^FREETRACE .* mtjob_run: name=mmu_gather caller=(\S+) engine=(\w+) "
     r"start=0 size=(\d+) max_threads=(\d+) threads=(\d+) off_node=(\d+) "
     r"ret=(-?\d+) duration_ns=(\d+)$", re.M)
 FREEACCT_RE = re.compile(r"^FREEACCT (\S+) cgroup_us=(-?\d+) self_us=(-?\d+)$",
@@ -92,7 +92,7 @@ def die(msg):
 # processes map, fork, exit and munmap() in ways the zap must get right
 # (process_mrelease(), COW, mlock, guard regions, droppable, sealed and
 # hugetlb mappings), built statically from the kernel tree.
-# The test kernel enables what they need (tests/mt_job.kunitconfig).
+# The test kernel enables what they need (tests/mtjob.kunitconfig).
 # Left out: map_populate, which needs socketpair() (CONFIG_NET and
 # CONFIG_UNIX: a network stack the test kernel has no other use for).
 MM_SELFTESTS = (
@@ -103,7 +103,7 @@ MM_SELFTESTS = (
     "uffd-unit-tests",
 )
 # Run by the full free tests only (free_params() has free.sh's
-# mm_selftests skip them with mtjob.free=quick): uffd-unit-tests failed
+# mm_selftests skip them with mttest.free=quick): uffd-unit-tests failed
 # its "memory corruption" check on the KASAN kernel in 2 of 3 runs with
 # the parallel zap and free off too (doc/results.md, 2026-11-26), a
 # failure of the test or of upstream under TCG's timing that 'make check'
@@ -112,12 +112,12 @@ MM_SELFTESTS_FULL_ONLY = ("uffd-unit-tests",)
 
 
 def free_params(quick):
-    """free.sh's kernel parameters for its test run: mtjob.free=test, the
-    full set, or mtjob.free=quick, 'make check''s, which also leaves out
-    MM_SELFTESTS_FULL_ONLY (mtjob.selftests_skip)."""
+    """free.sh's kernel parameters for its test run: mttest.free=test, the
+    full set, or mttest.free=quick, 'make check''s, which also leaves out
+    MM_SELFTESTS_FULL_ONLY (mttest.selftests_skip)."""
     if not quick:
-        return "mtjob.free=test"
-    return ("mtjob.free=quick mtjob.selftests_skip="
+        return "mttest.free=test"
+    return ("mttest.free=quick mttest.selftests_skip="
             + ",".join(MM_SELFTESTS_FULL_ONLY))
 
 
@@ -271,7 +271,7 @@ def qemu_cmd(args, kernel, initrd, cmdline):
 
 
 def split_spec(spec):
-    """'rust:mt_job.max_threads=1' -> ('rust', 'mt_job.max_threads=1')."""
+    """'rust:mtjob.max_threads=1' -> ('rust', 'mtjob.max_threads=1')."""
     engine, _, params = spec.partition(":")
     return engine, params.replace(":", " ")
 
@@ -290,7 +290,7 @@ def boot(args, spec, extra=""):
     # reservations, and so the free page counts, by a few pages per boot.
     cmdline = ("console=ttyS0 panic=-1 kunit.enable=0 loglevel=1 nokaslr "
                f"log_buf_len={LOG_BUF_LEN} "
-               f"{DEFERRED_DEBUG} mt_job.engine={engine} {params} "
+               f"{DEFERRED_DEBUG} mtjob.engine={engine} {params} "
                f"{args.append} {extra}").strip()
     cmd = qemu_cmd(args, kernel, args.initrd, cmdline)
     t0 = time.monotonic()
@@ -436,7 +436,7 @@ def cmd_boottest(args):
     check = Checks()
 
     res = {}
-    sample = kconfig(args, "SAMPLE_RUST_MT_JOB") == "y"
+    sample = kconfig(args, "SAMPLE_RUST_MTJOB") == "y"
     kasan = kconfig(args, "KASAN") == "y"
     for engine in args.engines:
         r, log = boot(args, engine)
@@ -445,13 +445,13 @@ def cmd_boottest(args):
         check(r["ok"], f"{engine}: guest booted to userspace and powered "
               f"off ({r['wall']:.1f} s; log {path})")
         if sample:
-            # samples/rust/rust_mt_job.rs runs its jobs at boot: they use
-            # the Rust engine whatever mt_job.engine says.
-            lines = re.findall(r"rust_mt_job: .*", log)
-            check("rust_mt_job: all jobs ok" in lines and
+            # samples/rust/rust_mtjob.rs runs its jobs at boot: they use
+            # the Rust engine whatever mtjob.engine says.
+            lines = re.findall(r"rust_mtjob: .*", log)
+            check("rust_mtjob: all jobs ok" in lines and
                   not any("instead" in x for x in lines),
                   f"{engine}: the Rust sample's jobs ran and were right "
-                  f"({'; '.join(lines) or 'no rust_mt_job line'})")
+                  f"({'; '.join(lines) or 'no rust_mtjob line'})")
         check(not r["bad"], f"{engine}: no BUG/WARNING/Oops in the log"
               + (f": {r['bad'][0]}" if r["bad"] else ""))
         if kasan:
@@ -473,14 +473,14 @@ def cmd_boottest(args):
         # After boot the parameter reads back the engine jobs get now:
         # padata is closed, and setting it is refused.
         want = ("serial" if split_spec(engine)[0] == "serial" or
-                kconfig(args, "MT_JOB_RUST") != "y" else "rust")
+                kconfig(args, "MTJOB_RUST") != "y" else "rust")
         m = re.search(r"^mtjob engine (\S+)$", log, re.M)
         got = m.group(1) if m else None
-        check(got == want, f"{engine}: mt_job.engine reads back {want} "
+        check(got == want, f"{engine}: mtjob.engine reads back {want} "
               f"after boot (got {got})")
         m = re.search(r"^mtjob engine-set-padata (\S+)$", log, re.M)
         got = m.group(1) if m else None
-        check(got == "refused", f"{engine}: setting mt_job.engine=padata "
+        check(got == "refused", f"{engine}: setting mtjob.engine=padata "
               f"after boot is refused (got {got})")
         if engine == "padata" and args.cpus >= 2 * args.nodes:
             # padata reports the threads it asks for: a node's CPUs.
@@ -663,7 +663,7 @@ def cmd_hugetlbbench(args):
             us, threads = [], set()
             for i in range(args.repeat):
                 r, log = boot(args, engine,
-                              f"{params} mtjob.notouch {HUGETLB_DEBUG}")
+                              f"{params} mttest.notouch {HUGETLB_DEBUG}")
                 tag = re.sub(r"[^A-Za-z0-9]+", "-", f"{engine}-{label}-{i}")
                 save_log(args, f"hugetlbbench-{tag}.log", log)
                 if not r["ok"] or not r["huge_report"]:
@@ -777,7 +777,7 @@ FREE_CASES = {
     # nr_parallel_free_held come back (held_checks()).
     "key-toggling": ("parallel between switches", lambda pf, *_: pf >= 1),
 }
-# The cases free.sh runs only with mtjob.free=test (its full_case), not in
+# The cases free.sh runs only with mttest.free=test (its full_case), not in
 # freetest --quick.
 FREE_FULL_ONLY = {
     "munmap-64m", "munmap-512m", "munmap-2g-thp-on", "exit-2g-thp-off",
@@ -987,7 +987,7 @@ def case_checks(check, got, cases, counters):
 
 def free_trace_checks(check, log):
     """The tracepoints of acct-parallel's flush: mmu_gather:tlb_parallel_free
-    with helpers' time and held-back time, and mt_job:mt_job_run for the same
+    with helpers' time and held-back time, and mtjob:mtjob_run for the same
     job."""
     flushes = [tuple(map(int, m)) for m in TLB_TRACE_RE.findall(log)]
     jobs = JOB_TRACE_RE.findall(log)
@@ -998,7 +998,7 @@ def free_trace_checks(check, log):
           f"({len(flushes)} events: {flushes[:2]})")
     check(any(j[0] == "tlb_free_parallel" and j[1] == "rust"
               and int(j[4]) >= 2 and int(j[6]) == 0 for j in jobs),
-          f"trace: mt_job:mt_job_run recorded the flush's job "
+          f"trace: mtjob:mtjob_run recorded the flush's job "
           f"({len(jobs)} events: {jobs[:2]})")
 
 
@@ -1022,11 +1022,30 @@ def node_low_checks(check, log):
           f"({m.group(0) if m else 'no NODELOW-AFTER line'})")
 
 
+CASETIME_RE = re.compile(r"^CASETIME (\S+) total_cs=(\d+) memfree_cs=(\d+)$",
+                         re.M)
+
+
+def case_times(log, slowest=6):
+    """One line on where the free tests' time went (free.sh's CASETIME
+    lines): the cases' total, their memfree() readings' share, the
+    slowest cases.  Information for trimming 'make check', not a check."""
+    times = [(n, int(t) / 100, int(m) / 100)
+             for n, t, m in CASETIME_RE.findall(log)]
+    if not times:
+        return "case times: no CASETIME line"
+    top = sorted(times, key=lambda x: -x[1])[:slowest]
+    return (f"case times: {len(times)} cases and selftests took "
+            f"{sum(t for _, t, _ in times):.0f} s, "
+            f"{sum(m for _, _, m in times):.0f} s of it reading MemFree; "
+            "slowest: " + ", ".join(f"{n} {t:.0f} s" for n, t, _ in top))
+
+
 def cmd_freetest(args):
     check = Checks()
     # One boot runs every case (about 19 minutes with --quick under TCG on
     # 2 host cores, 2026-11-26);
-    # the mt_job engine after boot is always the Rust one.
+    # the mtjob engine after boot is always the Rust one.
     args.timeout = max(args.timeout, 1800)
     r, log = boot(args, "rust", free_params(args.quick))
     path = save_log(args, "freetest.log", log)
@@ -1038,6 +1057,7 @@ def cmd_freetest(args):
     check(m is not None and m.groups() == ("0", "0"),
           "a fresh boot has vm.parallel_free=0 and every tlb_parallel_free* "
           f"counter at 0 ({m.group(0) if m else 'no FREEDEFAULT line'})")
+    print("# " + case_times(log))
     main_cases = FREECASE_RE.findall(log)
     got = {m[0]: tuple(map(int, m[1:])) for m in main_cases}
     zap_checks(check, log, args)
@@ -1056,7 +1076,7 @@ def cmd_freetest(args):
     hargs.nodes, hargs.cpus, hargs.mem_gib = 4, 8, 8
     hot = args.hotplug_seconds // (2 if args.quick else 1)
     r, log = boot(hargs, "rust",
-                  f"mtjob.free=hotplug mtjob.hotplug_seconds={hot}")
+                  f"mttest.free=hotplug mttest.hotplug_seconds={hot}")
     path = save_log(args, "freetest-hotplug.log", log)
     m = FREEHOTPLUG_RE.search(log)
     check(r["ok"] and m is not None and int(m.group(1)) > 0,
@@ -1078,7 +1098,7 @@ def cmd_freetest(args):
     iargs = copy.copy(args)
     iargs.nodes, iargs.cpus, iargs.mem_gib = 1, 2, 4
     iargs.append = f"{args.append} isolcpus=domain,1".strip()
-    r, log = boot(iargs, "rust", "mtjob.free=isolcpus")
+    r, log = boot(iargs, "rust", "mttest.free=isolcpus")
     path = save_log(args, "freetest-isolcpus.log", log)
     check(r["ok"], f"isolcpus: the guest ran its case and powered off "
           f"({r['wall']:.1f} s; log {path})")
@@ -1103,17 +1123,17 @@ def cmd_freebench(args):
     """munmap()/exit() time: parallel freeing off, by node, interleaved, one
     helper, and exit_mmap()'s parallel zap."""
     benchplot.pyplot()          # before the boot, not after it
-    extra = f"mtjob.free=bench mtjob.free_reps={args.repeat}"
+    extra = f"mttest.free=bench mttest.free_reps={args.repeat}"
     if args.sizes:
-        extra += f" mtjob.free_sizes={args.sizes}"
+        extra += f" mttest.free_sizes={args.sizes}"
     if args.modes:
-        extra += f" mtjob.free_modes={args.modes}"
+        extra += f" mttest.free_modes={args.modes}"
     if args.thp:
-        extra += f" mtjob.free_thp={args.thp}"
+        extra += f" mttest.free_thp={args.thp}"
     if args.what:
-        extra += f" mtjob.free_what={args.what}"
+        extra += f" mttest.free_what={args.what}"
     if args.phases:
-        extra += " mtjob.free_phases=1"
+        extra += " mttest.free_phases=1"
     if args.log:
         # Tables and plots again from a saved log: no boot.
         with open(args.log) as f:
@@ -1144,7 +1164,7 @@ def main():
     ap.add_argument("--nodes", type=int, default=2)
     ap.add_argument("--engines", default="rust,padata",
                     help="comma-separated ENGINE[:PARAM[:PARAM]]: rust, "
-                    "padata, serial, e.g. rust:mt_job.max_threads=1")
+                    "padata, serial, e.g. rust:mtjob.max_threads=1")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--append", default="", help="extra kernel parameters")
     ap.add_argument("--accel", choices=("tcg", "kvm"), default="tcg")

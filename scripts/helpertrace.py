@@ -13,8 +13,8 @@ MTJOB-TRACE and MTJOB-TRACE-END:
 
 - padata's helpers run padata_mt_helper() (queue_work_node() in
   padata_do_multithreaded(); the caller runs the function itself, untraced);
-- the Rust engine's helpers run a scoped work item of kernel::mt_job::shared
-  (kallsyms prints the mangled name, which has "mt_job6shared" and
+- the Rust engine's helpers run a scoped work item of kernel::mtjob::shared
+  (kallsyms prints the mangled name, which has "mtjob6shared" and
   "WorkItemPointer" in it).
 
 A helper's start latency is the time from its queue_work event to its
@@ -33,7 +33,7 @@ import statistics
 PARAMS = ("trace_event=workqueue:workqueue_queue_work,"
           "workqueue:workqueue_execute_start,sched:sched_process_fork "
           "trace_clock=global "
-          "mtjob.wqtrace")
+          "mttest.wqtrace")
 
 
 def params(buf_mb=8):
@@ -57,7 +57,7 @@ def helper_engine(fn):
     """The engine whose helper runs FN, or None."""
     if fn == "padata_mt_helper":
         return "padata"
-    if "mt_job6shared" in fn and "WorkItemPointer" in fn:
+    if "mtjob6shared" in fn and "WorkItemPointer" in fn:
         return "rust"
     return None
 

@@ -9,7 +9,7 @@ separate work tree and builds it, so that every patch is shown to build.
 
 The overlay's content is the sum of the series: the last commit's tree is
 checked to be identical to what 'overlay.py apply' writes.  Every commit is
-authored and signed off by identity(): MT_JOB_IDENTITY or git config user.*.
+authored and signed off by identity(): MTJOB_IDENTITY or git config user.*.
 """
 
 import argparse
@@ -229,14 +229,14 @@ IDENTITY_RE = re.compile(r"^([^<>]+?)\s*<([^<>@\s]+@[^<>\s]+)>$")
 
 def identity():
     """The series' author and Signed-off-by, as (name, email):
-    $MT_JOB_IDENTITY ("Name <email>"), else git config user.name and
+    $MTJOB_IDENTITY ("Name <email>"), else git config user.name and
     user.email (of the overlay repository, then global), else the author of
     the overlay repository's HEAD commit (a clean clone without git config)."""
-    env = os.environ.get("MT_JOB_IDENTITY", "").strip()
+    env = os.environ.get("MTJOB_IDENTITY", "").strip()
     if env:
         m = IDENTITY_RE.match(env)
         if not m:
-            die(f"MT_JOB_IDENTITY={env!r}: write it as 'Name <email>'")
+            die(f"MTJOB_IDENTITY={env!r}: write it as 'Name <email>'")
         return m.group(1), m.group(2)
 
     def config(key):
@@ -249,7 +249,7 @@ def identity():
     name, email = git(OVERLAY, "log", "-1", "--format=%an%n%ae").split("\n")
     if not name or "@" not in email:
         die("no identity for the series' Signed-off-by: set git config "
-            "user.name and user.email, or MT_JOB_IDENTITY='Name <email>'")
+            "user.name and user.email, or MTJOB_IDENTITY='Name <email>'")
     return name, email
 
 

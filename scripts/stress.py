@@ -4,7 +4,7 @@
 'make check' can, each ending with 'stress: PART: N passed, N failed' and
 the whole with 'stress: N passed, N failed'.
 
-  random   the randomized KUnit suite (mt_job_random) with many more jobs
+  random   the randomized KUnit suite (mtjob_random) with many more jobs
            and a new seed, on the main kernel
   kasan    a KASAN (generic) + UBSAN kernel (build/kbuild-7.3-kasan): KUnit, the
            boot tests, the free tests (not with --quick; those of
@@ -22,7 +22,7 @@ the whole with 'stress: N passed, N failed'.
            tests on it, a node with memory and no CPU, numa=fake=8
 
 Logs go to build/logs/stress/.  Sanitizer kernels are built incrementally
-in their own directories from tests/mt_job.kunitconfig plus
+in their own directories from tests/mtjob.kunitconfig plus
 tests/stress-PART.config.
 """
 
@@ -43,12 +43,12 @@ REPO = guest.REPO
 TREE = os.environ.get("TREE", os.path.join(REPO, "build", "linux-7.3"))
 KBUILD = os.environ.get("KBUILD", os.path.join(REPO, "build", "kbuild-7.3"))
 LLVM = os.environ.get("LLVM", "-19")
-KUNITCONFIG = os.path.join(REPO, "tests", "mt_job.kunitconfig")
+KUNITCONFIG = os.path.join(REPO, "tests", "mtjob.kunitconfig")
 QEMU_CONFIG = os.path.join(REPO, "tests", "qemu_configs", "x86_64_numa.py")
 PARTS = ("random", "kasan", "kcsan", "hotplug", "server")
 # Our code, as KCSAN names it in "BUG: KCSAN: data-race in A / B" and in
 # the stack traces that follow.
-OURS_RE = re.compile(r"mt_job|tlb_parallel|mmu_gather_parallel|"
+OURS_RE = re.compile(r"mtjob|tlb_parallel|mmu_gather_parallel|"
                      r"parallel_free|\b(?:random_fn|rec_fn)\b|zap_parallel|"
                      r"unmap_vma_range")
 # KASAN guests boot with 4-level paging.  On 7.3 with LA57 (QEMU's -cpu
@@ -93,7 +93,7 @@ def build(args, part, check):
                    "--kunitconfig", frag, "--qemu_config", QEMU_CONFIG,
                    "--make_options", f"LLVM={LLVM}"],
                   os.path.join(args.logdir, f"{part}-config.log"), cwd=TREE)
-    check(rc == 0, f"{part}: configured from tests/mt_job.kunitconfig and "
+    check(rc == 0, f"{part}: configured from tests/mtjob.kunitconfig and "
           f"tests/stress-{part}.config")
     if rc:
         return None
@@ -193,9 +193,9 @@ def part_random(args, check):
     seed = args.seed if args.seed is not None else random.randrange(1 << 32)
     print(f"stress: random: seed {seed}, {args.jobs} jobs a case", flush=True)
     log = kunit(args, "random", args.kbuild, check,
-                extra=(f"mt_job_random_test.seed={seed}",
-                       f"mt_job_random_test.jobs={args.jobs}"),
-                glob="mt_job_random*")
+                extra=(f"mtjob_random_test.seed={seed}",
+                       f"mtjob_random_test.jobs={args.jobs}"),
+                glob="mtjob_random*")
     check(f"{args.jobs} jobs, seed {seed}" in log,
           f"random: the run used seed {seed} and {args.jobs} jobs")
     bad = [x for x in log.splitlines() if re.search(r"BUG:|WARNING:", x)]
@@ -223,7 +223,7 @@ def part_kasan(args, check):
     g = guest_args(args, kbuild, 2, 4, 8)
     g.append = KASAN_APPEND
     g.timeout = 3600
-    log = boot_clean(check, "faults", g, "mtjob.free=faults", "faults.log")
+    log = boot_clean(check, "faults", g, "mttest.free=faults", "faults.log")
     free_cases(check, "faults", g, log)
     pff = sum(int(c[6]) for c in guest.FREECASE_RE.findall(log))
     check(pff > 0, f"faults: flushes at the threshold fell back to the "
@@ -285,8 +285,8 @@ def part_hotplug(args, check):
     if args.hotplug_control or args.hotplug_control_only:
         # The same with the parallel free off: whatever its log shows does
         # not come from the parallel free.
-        r, log = guest.boot(g, "rust", "mtjob.free=hotplug-serial "
-                            f"mtjob.hotplug_seconds={args.hotplug_seconds}")
+        r, log = guest.boot(g, "rust", "mttest.free=hotplug-serial "
+                            f"mttest.hotplug_seconds={args.hotplug_seconds}")
         path = guest.save_log(g, "hotplug-serial.log", log)
         m = guest.FREEHOTPLUG_RE.search(log)
         print(f"stress: hotplug: control run, parallel free off: "
@@ -299,8 +299,8 @@ def part_hotplug(args, check):
               + (f": {r['bad'][0]}" if r["bad"] else ""))
         if args.hotplug_control_only:
             return
-    r, log = guest.boot(g, "rust", "mtjob.free=hotplug "
-                        f"mtjob.hotplug_seconds={args.hotplug_seconds}")
+    r, log = guest.boot(g, "rust", "mttest.free=hotplug "
+                        f"mttest.hotplug_seconds={args.hotplug_seconds}")
     path = guest.save_log(g, "hotplug.log", log)
     m = guest.FREEHOTPLUG_RE.search(log)
     check(r["ok"] and m is not None and int(m.group(1)) > 0,
@@ -346,10 +346,10 @@ def part_server(args, check):
     g.timeout = 1800
     per_node_2m = ",".join(f"{n}:64" for n in range(8))
     per_node_1g = ",".join(f"{n}:1" for n in range(8))
-    # Allocated and counted, not touched (mtjob.notouch): the host has
+    # Allocated and counted, not touched (mttest.notouch): the host has
     # less memory than the guest.
     huge = (f"hugepagesz=1G hugepages={per_node_1g} hugepagesz=2M "
-            f"hugepages={per_node_2m} mtjob.notouch")
+            f"hugepages={per_node_2m} mttest.notouch")
     res = server_boot(args, check, "server-8x2x64", g, engines, huge)
     for e, r in res.items():
         check(r["huge"].get(2048) == {n: 64 for n in range(8)} and
@@ -358,7 +358,7 @@ def part_server(args, check):
               f"({r['huge']})")
     # The free tests on the big guest: workloads, memory, thread counts.
     g.timeout = 3600
-    log = boot_clean(check, "server: free tests", g, "mtjob.free=test",
+    log = boot_clean(check, "server: free tests", g, "mttest.free=test",
                      "server-free.log")
     free_cases(check, "server", g, log)
     # A node with memory and no CPU next to two with CPUs.

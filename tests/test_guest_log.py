@@ -208,5 +208,19 @@ BENCH zap FREE exit mib=4096 thp=0 us=1100000
             "page tables": 0.0})
 
 
+class CaseTimes(unittest.TestCase):
+    def test_totals_and_slowest(self):
+        log = ("CASETIME a total_cs=1000 memfree_cs=600\n"
+               "FREECASE a rc=0\n"
+               "CASETIME mm-cow total_cs=25050 memfree_cs=0\n"
+               "CASETIME b total_cs=300 memfree_cs=200\n")
+        self.assertEqual(guest.case_times(log, slowest=2),
+                         "case times: 3 cases and selftests took 264 s, "
+                         "8 s of it reading MemFree; slowest: mm-cow 250 s, "
+                         "a 10 s")
+        self.assertEqual(guest.case_times("FREECASE a rc=0\n"),
+                         "case times: no CASETIME line")
+
+
 if __name__ == "__main__":
     unittest.main()

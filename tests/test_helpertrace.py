@@ -10,8 +10,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
 import helpertrace  # noqa: E402
 
 RUST_FN = ("_RNvXs3_NtNtCs1EKtwoKEMO2_6kernel9workqueue6scopedINtB5_13Scoped"
-           "ItemRefNCNCNvMs_NtNtB9_6mt_job6sharedINtB1f_6SharedjE3run00EINtB7"
-           "_15WorkItemPointerKy0_E3runB1T_")
+           "ItemRefNCNCNvMs_NtNtB9_5mtjob6sharedINtB1f_6SharedjNCNvCsZjMXBW2"
+           "XZh_10mtjob_rust3runs0_0E3run00EINtB7_15WorkItemPointerKy0_E3run"
+           "B1S_")
 
 
 def q(comm, cpu, ts, work, fn, wq="events_dfl"):
@@ -55,14 +56,14 @@ class Parse(unittest.TestCase):
     def test_rust_helper_and_others(self):
         r = helpertrace.parse(log(
             q("pgdatinit0", 0, "2.000000", "00000000cccc", RUST_FN,
-              "mt_job_node"),
+              "mtjob_node"),
             q("swapper/0", 0, "2.000001", "00000000dddd", "vmstat_update"),
             s(1, "2.000010", "00000000cccc", RUST_FN),
             # A start whose queueing the buffer lost: left out.
             s(1, "2.000020", "00000000eeee", RUST_FN)))
         self.assertEqual(len(r), 1)
         self.assertEqual((r[0]["engine"], r[0]["workqueue"], r[0]["cpu"]),
-                         ("rust", "mt_job_node", 1))
+                         ("rust", "mtjob_node", 1))
         self.assertAlmostEqual(r[0]["us"], 10, places=3)
 
     def test_new_worker(self):
@@ -89,7 +90,7 @@ class Parse(unittest.TestCase):
             s(0, "1.5", "00000000aaaa", RUST_FN),
             q("pgdatinit1", 2, "1.6", "00000000bbbb", RUST_FN),
             s(3, "1.7", "00000000bbbb", RUST_FN),
-            q("rust_mt_job", 2, "1.8", "00000000cccc", RUST_FN),
+            q("rust_mtjob", 2, "1.8", "00000000cccc", RUST_FN),
             s(3, "1.9", "00000000cccc", RUST_FN)))
         self.assertEqual([(h["node"], h["on_node"]) for h in r],
                          [(1, False), (1, True)])

@@ -38,15 +38,15 @@ class KcsanReports(unittest.TestCase):
                       ["zap_pte_range", "unmap_vma_range",
                        "zap_parallel_chunk"],
                       ["zap_pte_range", "unmap_vmas", "exit_mmap"])
-               + report("mt_job_claim / mt_job_claim",
-                        ["mt_job_claim"], ["mt_job_claim"])
+               + report("mtjob_claim / mtjob_claim",
+                        ["mtjob_claim"], ["mtjob_claim"])
                + report("tick_sched_do_timer / tick_nohz_idle_enter",
                         ["tick_sched_do_timer", "tick_nohz_handler"],
                         ["tick_nohz_idle_enter", "do_idle"]))
         ours, others = stress.kcsan_reports(log)
         self.assertEqual(len(ours), 2)
         self.assertIn("zap_pte_range / zap_pte_range", ours[0])
-        self.assertIn("mt_job_claim", ours[1])
+        self.assertIn("mtjob_claim", ours[1])
         self.assertEqual(len(others), 1)
         self.assertIn("tick_sched_do_timer", others[0])
 

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Parallel freeing in the mmu_gather path, run by the guest's init when the
-# kernel command line has mtjob.free=test, quick or bench (scripts/guest.py
+# kernel command line has mttest.free=test, quick or bench (scripts/guest.py
 # freetest, freebench).  Each test case prints one line the host checks:
 #   FREECASE <name> rc=<exit code> memfree_before=<kB> memfree_after=<kB>
 #            pf=<parallel flushes> pft=<their threads> pff=<fallbacks>
@@ -21,8 +21,11 @@
 # after=<pages> (the gauge sampled during a 2 GiB munmap()), and the upstream
 # mm selftests one line each:
 #   MMSELFTEST <name> rc=<exit code> pz=<parallel zaps> pzt=<their threads>
-# mtjob.free=quick leaves out the cases run with full_case (below).
-# The benchmark prints BENCH lines; mtjob.free=hotplug runs teardowns while
+# After each case and selftest, what it took (centiseconds of uptime), and
+# how much of that its two memfree() readings took:
+#   CASETIME <name> total_cs=<cs> memfree_cs=<cs>
+# mttest.free=quick leaves out the cases run with full_case (below).
+# The benchmark prints BENCH lines; mttest.free=hotplug runs teardowns while
 # CPUs go offline and online and prints FREECASE hotplug ... cycles=<N>.
 
 VM=/proc/sys/vm
@@ -55,6 +58,8 @@ memfree() {
 	echo $mf_best
 }
 vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
+# Uptime in centiseconds, for the CASETIME lines.
+uptime_cs() { awk '{ printf "%d", $1 * 100 }' /proc/uptime; }
 counters() {
 	for k in tlb_parallel_free tlb_parallel_free_threads \
 		tlb_parallel_free_fallback tlb_parallel_free_nogrow \
@@ -77,13 +82,19 @@ zap_counters() {
 # nr_parallel_free_held (pages of grown gathers not yet flushed).
 counted() {
 	local line=$1 fn=$2 keys="$3 $4 $5 $6 $7 $8" name=$9 mf0 mf1 c0 c1 rc
+	local u0 u1 u2 u3
 	shift 9
+	u0=$(uptime_cs)
 	mf0=$(memfree)
+	u1=$(uptime_cs)
 	c0=$($fn)
 	"$@"
 	rc=$?
 	c1=$($fn)
+	u2=$(uptime_cs)
 	mf1=$(memfree)
+	u3=$(uptime_cs)
+	echo "CASETIME $name total_cs=$((u3 - u0)) memfree_cs=$((u1 - u0 + u3 - u2))"
 	echo "$line $name rc=$rc memfree_before=$mf0 memfree_after=$mf1" \
 		"$(echo "$keys|$c0|$c1" | awk -F'|' '{
 			n = split($1, k, " "); split($2, a, " "); split($3, b, " ")
@@ -233,17 +244,17 @@ on_busy_cpus() {
 }
 
 # traced COMMAND...: COMMAND with the tracepoints mmu_gather:tlb_parallel_free
-# and mt_job:mt_job_run on; what they recorded is printed as FREETRACE lines.
+# and mtjob:mtjob_run on; what they recorded is printed as FREETRACE lines.
 traced() {
 	tr=/sys/kernel/tracing
 	mount -t tracefs nodev $tr 2>/dev/null
 	echo > $tr/trace
 	echo 1 > $tr/events/mmu_gather/tlb_parallel_free/enable &&
-		echo 1 > $tr/events/mt_job/mt_job_run/enable || return 1
+		echo 1 > $tr/events/mtjob/mtjob_run/enable || return 1
 	"$@"
 	rc=$?
 	echo 0 > $tr/events/mmu_gather/tlb_parallel_free/enable
-	echo 0 > $tr/events/mt_job/mt_job_run/enable
+	echo 0 > $tr/events/mtjob/mtjob_run/enable
 	grep -v '^#' $tr/trace | sed 's/^/FREETRACE /'
 	return $rc
 }
@@ -398,22 +409,23 @@ mm_selftests() {
 	echo 512 > $VM/parallel_zap_threshold
 	echo 1 > $VM/parallel_free
 	echo $LOWEST > $VM/parallel_free_threshold
-	# mtjob.free=selftest: mtjob.selftest_parallel=0 is the control, with
-	# the zap and the free off; mtjob.selftests=NAME,... runs only those.
-	if [ "$(arg mtjob.selftest_parallel)" = 0 ]; then
+	# mttest.free=selftest: mttest.selftest_parallel=0 is the control, with
+	# the zap and the free off; mttest.selftests=NAME,... runs only those.
+	if [ "$(arg mttest.selftest_parallel)" = 0 ]; then
 		echo 0 > $VM/parallel_zap
 		echo 0 > $VM/parallel_free
 	fi
-	# mtjob.selftests_skip=NAME,... leaves those out (scripts/guest.py's
+	# mttest.selftests_skip=NAME,... leaves those out (scripts/guest.py's
 	# MM_SELFTESTS_FULL_ONLY in 'make check').
-	mm_only=$(arg mtjob.selftests | tr , ' ')
-	mm_skip=$(arg mtjob.selftests_skip | tr , ' ')
+	mm_only=$(arg mttest.selftests | tr , ' ')
+	mm_skip=$(arg mttest.selftests_skip | tr , ' ')
 	for t in /bin/mm/*; do
 		if [ -n "$mm_only" ]; then
 			case " $mm_only " in *" ${t##*/} "*) ;; *) continue ;; esac
 		fi
 		case " $mm_skip " in *" ${t##*/} "*) continue ;; esac
 		z0=$(vmstat parallel_zap) t0=$(vmstat parallel_zap_threads)
+		u0=$(uptime_cs)
 		# In their own directory: ksm_functional_tests executes
 		# ./ksm_functional_tests.
 		(cd /bin/mm && timeout 300 "$t" > /tmp/mmselftest.log 2>&1)
@@ -422,6 +434,7 @@ mm_selftests() {
 		[ $rc = 0 ] || sed "s|^|MMSELFTEST-LOG ${t##*/}: |" \
 			/tmp/mmselftest.log | tail -n 40
 		echo "MMSELFTEST ${t##*/} rc=$rc pz=$((z1 - z0)) pzt=$((t1 - t0))"
+		echo "CASETIME mm-${t##*/} total_cs=$(($(uptime_cs) - u0)) memfree_cs=0"
 	done
 	rm -f /tmp/mmselftest.log
 	echo 0 > $VM/nr_hugepages
@@ -431,7 +444,7 @@ mm_selftests() {
 }
 
 full_case_zap() {
-	[ "$(arg mtjob.free)" = test ] || return 0
+	[ "$(arg mttest.free)" = test ] || return 0
 	run_zap "$@"
 }
 
@@ -441,12 +454,12 @@ swap_on_zram() {
 		swapon /dev/zram0
 }
 
-# mtjob.free_sizes=MiB,MiB..., mtjob.free_modes=mode,mode...,
-# mtjob.free_thp=0,1 and mtjob.free_what=munmap,exit narrow the benchmark
+# mttest.free_sizes=MiB,MiB..., mttest.free_modes=mode,mode...,
+# mttest.free_thp=0,1 and mttest.free_what=munmap,exit narrow the benchmark
 # (scripts/guest.py freebench --sizes, --modes, --thp, --what).  Mode zap is exit_mmap()'s parallel zap with
 # the parallel free off; it has no munmap() rows.  Each parallel zap's
 # tracepoint (zap_parallel:exit_mmap_zap_parallel) follows its BENCH line as
-# a ZAPTRACE line.  With mtjob.free_phases=1 (freebench --phases; needs
+# a ZAPTRACE line.  With mttest.free_phases=1 (freebench --phases; needs
 # CONFIG_FUNCTION_PROFILER, which the benchmark kernel has) every run is
 # profiled by ftrace's function profiler over PROFILE_FUNCS, each
 # function's time with that of what it calls, without time asleep, and
@@ -455,12 +468,12 @@ swap_on_zram() {
 PROFILE_FUNCS="unmap_vmas unmap_vma_range flush_tlb_mm_range
 free_pages_and_swap_cache free_pgtables tlb_finish_mmu"
 bench() {
-	reps=$(arg mtjob.free_reps)
-	sizes=$(arg mtjob.free_sizes | tr , ' ')
-	modes=$(arg mtjob.free_modes | tr , ' ')
-	thps=$(arg mtjob.free_thp | tr , ' ')
-	whats=$(arg mtjob.free_what | tr , ' ')
-	phases=$(arg mtjob.free_phases)
+	reps=$(arg mttest.free_reps)
+	sizes=$(arg mttest.free_sizes | tr , ' ')
+	modes=$(arg mttest.free_modes | tr , ' ')
+	thps=$(arg mttest.free_thp | tr , ' ')
+	whats=$(arg mttest.free_what | tr , ' ')
+	phases=$(arg mttest.free_phases)
 	tr=/sys/kernel/tracing
 	mount -t tracefs nodev $tr 2>/dev/null
 	if [ "$phases" = 1 ]; then
@@ -524,7 +537,7 @@ bench() {
 # lowest threshold, and exits are zapped in parallel (mode hotplug).
 hotplug() {
 	cpus=$(ls -d /sys/devices/system/cpu/cpu[1-9]* | sed 's/.*cpu//')
-	end=$(($(date +%s) + $(arg mtjob.hotplug_seconds)))
+	end=$(($(date +%s) + $(arg mttest.hotplug_seconds)))
 	z0=$(vmstat parallel_zap) t0=$(vmstat parallel_zap_threads)
 	( while [ "$(date +%s)" -lt "$end" ]; do
 		free_test loop 4 256 || exit 1
@@ -622,7 +635,7 @@ inject() {
 echo "FREEDEFAULT parallel_free=$(cat $VM/parallel_free)" \
 	"counters=$(counters | awk '{ print $1 + $2 + $3 + $4 + $5 + $6 }')"
 swap_on_zram || echo "free.sh: no swap on zram"
-# mtjob.free=quick ('make check'): the cases run by full_case are left out;
+# mttest.free=quick ('make check'): the cases run by full_case are left out;
 # 19 of 33 remain: off by default, the sysctl bounds, below the threshold,
 # munmap() of 2 GiB without THP and exit() with, a COW fork, a shared
 # mapping of page cache, three of the
@@ -631,13 +644,13 @@ swap_on_zram || echo "free.sh: no swap on zram"
 # node below its low watermark, OOM mid-teardown, the key switched during
 # teardowns and the lowest threshold, then the zap's cases and the mm
 # selftests; nothing of swap, concurrent exits, pressure or
-# vm.parallel_free_by_node=0.  mtjob.free=test ('make
+# vm.parallel_free_by_node=0.  mttest.free=test ('make
 # check-full') runs every case.
 full_case() {
-	[ "$(arg mtjob.free)" = test ] || return 0
+	[ "$(arg mttest.free)" = test ] || return 0
 	run_case "$@"
 }
-case $(arg mtjob.free) in
+case $(arg mttest.free) in
 test|quick)
 	# Off (the default): a 2 GiB teardown counts nothing.
 	run_case default-off free_test munmap 2048 0
@@ -728,7 +741,7 @@ faults)
 hotplug|hotplug-serial)
 	# hotplug-serial: the same teardowns and hotplug with the parallel free
 	# off, the control for whatever the hotplug run's log shows.
-	[ "$(arg mtjob.free)" = hotplug ] && echo 1 > $VM/parallel_free &&
+	[ "$(arg mttest.free)" = hotplug ] && echo 1 > $VM/parallel_free &&
 		echo 1 > $VM/parallel_zap
 	echo $LOWEST > $VM/parallel_free_threshold
 	echo 512 > $VM/parallel_zap_threshold
@@ -737,9 +750,9 @@ hotplug|hotplug-serial)
 	sched_trace_report
 	;;
 selftest)
-	# Chasing one selftest's failure: mtjob.selftests=NAME run
-	# mtjob.selftest_reps=N times (free.sh's mm_selftests).
-	for i in $(seq "$(arg mtjob.selftest_reps)"); do
+	# Chasing one selftest's failure: mttest.selftests=NAME run
+	# mttest.selftest_reps=N times (free.sh's mm_selftests).
+	for i in $(seq "$(arg mttest.selftest_reps)"); do
 		mm_selftests
 	done
 	;;

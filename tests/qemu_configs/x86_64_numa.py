@@ -2,7 +2,7 @@
 # kunit.py QEMU configuration: x86_64, TCG, 4 vCPUs on 3 NUMA nodes with
 # uneven CPUs: node 0 has CPU 0, node 1 CPUs 1-3, node 2 memory and no CPU.
 # Distances (ACPI SLIT): node 2 is nearer to node 1 (15) than to node 0 (30),
-# so its nearest node with CPUs is not the first one (mt_job_test_cpuless_node).
+# so its nearest node with CPUs is not the first one (mtjob_test_cpuless_node).
 # One socket per CPU: CPUs of one socket share a cache and must share a node.
 # kunit.py passes '-m 1024'; the three memory backends add up to that.
 import os

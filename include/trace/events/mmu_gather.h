@@ -8,7 +8,7 @@
 #include <linux/tracepoint.h>
 
 /**
- * tlb_parallel_free - a gather's pages were freed with mt_job_run()
+ * tlb_parallel_free - a gather's pages were freed with mtjob_run()
  * @freeable: pages to free, counted by size (the threshold's units)
  * @gathered: pages gathered, counted by size
  * @batches: the gather's batches, the job's indices

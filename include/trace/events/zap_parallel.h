@@ -8,7 +8,7 @@
 #include <linux/tracepoint.h>
 
 /**
- * exit_mmap_zap_parallel - exit_mmap() zapped an mm with mt_job_run()
+ * exit_mmap_zap_parallel - exit_mmap() zapped an mm with mtjob_run()
  * @pages: pages resident or swapped out when it started
  * @vmas: VMAs the helpers may zap
  * @blocks: PMD_SIZE blocks of address space they touch, the job's indices

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * KUnit tests of mt_job_run(), through its C API.
+ * KUnit tests of mtjob_run(), through its C API.
  *
  * Chunk functions record what they saw; the assertions run in the test
- * thread after mt_job_run() returns, since helpers are not KUnit tasks.
+ * thread after mtjob_run() returns, since helpers are not KUnit tasks.
  */
 
 #include <kunit/test.h>
@@ -16,7 +16,7 @@
 #include <linux/limits.h>
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
-#include <linux/mt_job.h>
+#include <linux/mtjob.h>
 #include <linux/nodemask.h>
 #include <linux/sched.h>
 #include <linux/sched/isolation.h>
@@ -24,7 +24,7 @@
 #include <linux/spinlock.h>
 #include <linux/topology.h>
 
-#include "mt_job_internal.h"
+#include "mtjob_internal.h"
 
 #define MAX_CHUNKS	1024
 
@@ -113,10 +113,10 @@ static int rec_fn(unsigned long start, unsigned long end, void *arg)
 	return 0;
 }
 
-static struct mt_job job_of(struct rec *r, unsigned long start,
-			    unsigned long size)
+static struct mtjob job_of(struct rec *r, unsigned long start,
+			   unsigned long size)
 {
-	return (struct mt_job) {
+	return (struct mtjob) {
 		.thread_fn	= rec_fn,
 		.fn_arg		= r,
 		.start		= start,
@@ -124,7 +124,7 @@ static struct mt_job job_of(struct rec *r, unsigned long start,
 		.align		= 1,
 		.max_threads	= 1,
 		.gfp		= GFP_KERNEL,
-		.name		= "mt_job_test",
+		.name		= "mtjob_test",
 	};
 }
 
@@ -140,7 +140,7 @@ static void expect_each_once(struct kunit *test, struct rec *r)
 
 /* Every inner boundary aligned; inner chunks at least min_chunk. */
 static void expect_shape(struct kunit *test, struct rec *r,
-			 const struct mt_job *job)
+			 const struct mtjob *job)
 {
 	unsigned long end = job->start + job->size;
 	unsigned int i;
@@ -161,30 +161,30 @@ static void expect_shape(struct kunit *test, struct rec *r,
 
 static void cover_one(struct kunit *test, unsigned long align,
 		      unsigned long min_chunk, int threads,
-		      enum mt_job_affinity aff)
+		      enum mtjob_affinity aff)
 {
 	struct rec *r = rec_alloc(test, 1000003, 20011);
-	struct mt_job job = job_of(r, r->base, r->nr);
-	struct mt_job_report rep;
+	struct mtjob job = job_of(r, r->base, r->nr);
+	struct mtjob_report rep;
 
 	job.align = align;
 	job.min_chunk = min_chunk;
 	job.max_threads = threads;
 	job.affinity = aff;
 	job.node = first_online_node;
-	KUNIT_ASSERT_EQ(test, mt_job_run_report(&job, &rep), 0);
+	KUNIT_ASSERT_EQ(test, mtjob_run_report(&job, &rep), 0);
 	expect_each_once(test, r);
 	expect_shape(test, r, &job);
 	KUNIT_EXPECT_GE(test, rep.nr_threads, 1);
 	KUNIT_EXPECT_LE(test, rep.nr_threads, threads);
-	if (IS_ENABLED(CONFIG_MT_JOB_RUST))
-		KUNIT_EXPECT_EQ(test, rep.engine, MT_JOB_ENGINE_RUST);
+	if (IS_ENABLED(CONFIG_MTJOB_RUST))
+		KUNIT_EXPECT_EQ(test, rep.engine, MTJOB_ENGINE_RUST);
 	kunit_kfree(test, r->counts);
 	kunit_kfree(test, r);
 }
 
 /* Every index exactly once, aligned boundaries, min_chunk, for all shapes. */
-static void mt_job_test_cover(struct kunit *test)
+static void mtjob_test_cover(struct kunit *test)
 {
 	static const unsigned long aligns[] = { 1, 8, 512 };
 	static const unsigned long min_chunks[] = { 0, 1, 100, 4096 };
@@ -194,8 +194,8 @@ static void mt_job_test_cover(struct kunit *test)
 	for (a = 0; a < ARRAY_SIZE(aligns); a++) {
 		for (m = 0; m < ARRAY_SIZE(min_chunks); m++) {
 			for (t = 0; t < ARRAY_SIZE(threads); t++) {
-				for (aff = MT_JOB_AFFINITY_NONE;
-				     aff <= MT_JOB_AFFINITY_NODE; aff++)
+				for (aff = MTJOB_AFFINITY_NONE;
+				     aff <= MTJOB_AFFINITY_NODE; aff++)
 					cover_one(test, aligns[a], min_chunks[m],
 						  threads[t], aff);
 			}
@@ -203,37 +203,37 @@ static void mt_job_test_cover(struct kunit *test)
 	}
 }
 
-static void mt_job_test_max_threads(struct kunit *test)
+static void mtjob_test_max_threads(struct kunit *test)
 {
 	int t;
 
 	for (t = 1; t <= 6; t++) {
 		struct rec *r = rec_alloc(test, 0, 4096);
-		struct mt_job job = job_of(r, 0, r->nr);
-		struct mt_job_report rep;
+		struct mtjob job = job_of(r, 0, r->nr);
+		struct mtjob_report rep;
 
 		r->delay_us = 2000;
 		job.max_threads = t;
-		KUNIT_ASSERT_EQ(test, mt_job_run_report(&job, &rep), 0);
+		KUNIT_ASSERT_EQ(test, mtjob_run_report(&job, &rep), 0);
 		expect_each_once(test, r);
 		KUNIT_EXPECT_LE(test, atomic_read(&r->max_active), t);
 		KUNIT_EXPECT_LE(test, rep.nr_threads, t);
 		/* The engine is parallel: with room for it, threads overlap. */
-		if (IS_ENABLED(CONFIG_MT_JOB_RUST) && t > 1 &&
+		if (IS_ENABLED(CONFIG_MTJOB_RUST) && t > 1 &&
 		    num_online_cpus() > 1)
 			KUNIT_EXPECT_GE(test, atomic_read(&r->max_active), 2);
 	}
 }
 
 /* A thread cap far above the CPUs neither fails nor starts more threads. */
-static void mt_job_test_many_threads(struct kunit *test)
+static void mtjob_test_many_threads(struct kunit *test)
 {
 	struct rec *r = rec_alloc(test, 0, 1 << 16);
-	struct mt_job job = job_of(r, 0, r->nr);
-	struct mt_job_report rep;
+	struct mtjob job = job_of(r, 0, r->nr);
+	struct mtjob_report rep;
 
 	job.max_threads = INT_MAX;
-	KUNIT_ASSERT_EQ(test, mt_job_run_report(&job, &rep), 0);
+	KUNIT_ASSERT_EQ(test, mtjob_run_report(&job, &rep), 0);
 	expect_each_once(test, r);
 	KUNIT_EXPECT_LE(test, rep.nr_threads, (int)num_online_cpus());
 }
@@ -248,22 +248,22 @@ static int first_node_with_cpus(void)
  * than sleep: a woken worker of the (non-strict) unbound pool may be placed
  * on any CPU, which is the scheduler's choice, not the engine's.
  */
-static void mt_job_test_affinity_node(struct kunit *test)
+static void mtjob_test_affinity_node(struct kunit *test)
 {
 	int node;
 
 	for_each_node_state(node, N_CPU) {
 		struct rec *r = rec_alloc(test, 0, 1 << 14);
-		struct mt_job job = job_of(r, 0, r->nr);
-		struct mt_job_report rep;
+		struct mtjob job = job_of(r, 0, r->nr);
+		struct mtjob_report rep;
 		unsigned int i;
 
 		r->delay_us = 200;
 		r->busy = true;
 		job.max_threads = 4;
-		job.affinity = MT_JOB_AFFINITY_NODE;
+		job.affinity = MTJOB_AFFINITY_NODE;
 		job.node = node;
-		KUNIT_ASSERT_EQ(test, mt_job_run_report(&job, &rep), 0);
+		KUNIT_ASSERT_EQ(test, mtjob_run_report(&job, &rep), 0);
 		expect_each_once(test, r);
 		/* No more threads than the node has CPUs. */
 		KUNIT_EXPECT_LE(test, rep.nr_threads, nr_cpus_node(node));
@@ -272,16 +272,16 @@ static void mt_job_test_affinity_node(struct kunit *test)
 					    "chunk [%lu, %lu) off its node",
 					    r->chunks[i].start, r->chunks[i].end);
 		/* And the engine's own count agrees. */
-		if (rep.engine == MT_JOB_ENGINE_RUST)
+		if (rep.engine == MTJOB_ENGINE_RUST)
 			KUNIT_EXPECT_EQ(test, rep.nr_off_node, 0UL);
 	}
 }
 
 /* Interleaved helpers reach every node with CPUs. */
-static void mt_job_test_affinity_interleave(struct kunit *test)
+static void mtjob_test_affinity_interleave(struct kunit *test)
 {
 	struct rec *r = rec_alloc(test, 0, 1 << 14);
-	struct mt_job job = job_of(r, 0, r->nr);
+	struct mtjob job = job_of(r, 0, r->nr);
 	nodemask_t seen = NODE_MASK_NONE;
 	unsigned int i;
 
@@ -289,8 +289,8 @@ static void mt_job_test_affinity_interleave(struct kunit *test)
 		kunit_skip(test, "needs 2 nodes with CPUs");
 	r->delay_us = 2000;
 	job.max_threads = 2 * num_node_state(N_CPU);
-	job.affinity = MT_JOB_AFFINITY_INTERLEAVE;
-	KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+	job.affinity = MTJOB_AFFINITY_INTERLEAVE;
+	KUNIT_ASSERT_EQ(test, mtjob_run(&job), 0);
 	expect_each_once(test, r);
 	for (i = 0; i < min(r->nr_chunks, MAX_CHUNKS); i++)
 		node_set(r->chunks[i].node, seen);
@@ -318,11 +318,11 @@ static int by_index_node(unsigned long index, void *arg)
 }
 
 /* Helpers queued on node N take node N's chunks first. */
-static void mt_job_test_affinity_by_index(struct kunit *test)
+static void mtjob_test_affinity_by_index(struct kunit *test)
 {
 	struct by_index b = { .half = 1 << 13 };
 	unsigned int i, local[2] = { 0, 0 }, total[2] = { 0, 0 };
-	struct mt_job job;
+	struct mtjob job;
 
 	if (num_node_state(N_CPU) < 2)
 		kunit_skip(test, "needs 2 nodes with CPUs");
@@ -334,9 +334,9 @@ static void mt_job_test_affinity_by_index(struct kunit *test)
 	job.thread_fn = by_index_fn;
 	job.fn_arg = &b;
 	job.max_threads = 4;
-	job.affinity = MT_JOB_AFFINITY_BY_INDEX;
+	job.affinity = MTJOB_AFFINITY_BY_INDEX;
 	job.node_of = by_index_node;
-	KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+	KUNIT_ASSERT_EQ(test, mtjob_run(&job), 0);
 	expect_each_once(test, b.r);
 	for (i = 0; i < min(b.r->nr_chunks, MAX_CHUNKS); i++) {
 		struct chunk_rec *c = &b.r->chunks[i];
@@ -350,19 +350,19 @@ static void mt_job_test_affinity_by_index(struct kunit *test)
 	KUNIT_EXPECT_GT(test, 2 * local[1], total[1]);
 }
 
-static void mt_job_test_error(struct kunit *test)
+static void mtjob_test_error(struct kunit *test)
 {
 	int t;
 
 	for (t = 1; t <= 4; t++) {
 		struct rec *r = rec_alloc(test, 0, 10000);
-		struct mt_job job = job_of(r, 0, r->nr);
+		struct mtjob job = job_of(r, 0, r->nr);
 
 		r->fail_at = 1234;
 		r->fail_errno = -ENOSPC;
 		r->delay_us = 1000;
 		job.max_threads = t;
-		KUNIT_EXPECT_EQ(test, mt_job_run(&job), -ENOSPC);
+		KUNIT_EXPECT_EQ(test, mtjob_run(&job), -ENOSPC);
 		/* One thread (t == 1, or one CPU): one chunk, as padata. */
 		if (t == 1 || r->nr_chunks == 1) {
 			KUNIT_EXPECT_EQ(test, r->nr_chunks, 1U);
@@ -376,27 +376,27 @@ static void mt_job_test_error(struct kunit *test)
 }
 
 /* A positive return from a chunk is success, in every engine. */
-static void mt_job_test_positive_return(struct kunit *test)
+static void mtjob_test_positive_return(struct kunit *test)
 {
 	int t;
 
 	for (t = 1; t <= 4; t += 3) {
 		struct rec *r = rec_alloc(test, 0, 10000);
-		struct mt_job job = job_of(r, 0, r->nr);
+		struct mtjob job = job_of(r, 0, r->nr);
 
 		r->fail_at = 1234;
 		r->fail_errno = 1;
 		job.max_threads = t;
-		KUNIT_EXPECT_EQ(test, mt_job_run(&job), 0);
+		KUNIT_EXPECT_EQ(test, mtjob_run(&job), 0);
 		expect_each_once(test, r);
 	}
 }
 
-static void mt_job_test_einval(struct kunit *test)
+static void mtjob_test_einval(struct kunit *test)
 {
 	struct rec *r = rec_alloc(test, 0, 100);
-	struct mt_job_report rep;
-	struct mt_job bad[12];
+	struct mtjob_report rep;
+	struct mtjob bad[12];
 	unsigned int i;
 
 	for (i = 0; i < ARRAY_SIZE(bad); i++)
@@ -407,18 +407,18 @@ static void mt_job_test_einval(struct kunit *test)
 	bad[3].max_threads = 0;
 	bad[4].start = ULONG_MAX - 5;
 	bad[4].size = 10;
-	bad[5].affinity = MT_JOB_AFFINITY_BY_INDEX;
-	bad[6].affinity = MT_JOB_AFFINITY_NODE;
+	bad[5].affinity = MTJOB_AFFINITY_BY_INDEX;
+	bad[6].affinity = MTJOB_AFFINITY_NODE;
 	bad[6].node = NUMA_NO_NODE;
 	bad[7].affinity = 42;
 	bad[8].max_threads = -3;
-	bad[9].affinity = MT_JOB_AFFINITY_BY_INDEX_STRICT;
+	bad[9].affinity = MTJOB_AFFINITY_BY_INDEX_STRICT;
 	bad[10].gfp = 0;
 	bad[11].gfp = GFP_ATOMIC;
 	for (i = 0; i < ARRAY_SIZE(bad); i++) {
 		rep.nr_threads = -1;
 		rep.nr_off_node = 1;
-		KUNIT_EXPECT_EQ_MSG(test, mt_job_run_report(&bad[i], &rep),
+		KUNIT_EXPECT_EQ_MSG(test, mtjob_run_report(&bad[i], &rep),
 				    -EINVAL, "bad job %u", i);
 		/* Nothing ran, and the report says so. */
 		KUNIT_EXPECT_EQ_MSG(test, rep.nr_threads, 0, "bad job %u", i);
@@ -427,20 +427,20 @@ static void mt_job_test_einval(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, atomic_read(&r->calls), 0);
 }
 
-static void mt_job_test_small(struct kunit *test)
+static void mtjob_test_small(struct kunit *test)
 {
 	struct rec *r = rec_alloc(test, 7, 1);
-	struct mt_job job = job_of(r, 7, 0);
-	struct mt_job_report rep;
+	struct mtjob job = job_of(r, 7, 0);
+	struct mtjob_report rep;
 
 	job.max_threads = 4;
-	KUNIT_EXPECT_EQ(test, mt_job_run_report(&job, &rep), 0);
+	KUNIT_EXPECT_EQ(test, mtjob_run_report(&job, &rep), 0);
 	KUNIT_EXPECT_EQ(test, atomic_read(&r->calls), 0);
 
 	job.size = 1;
 	job.align = 64;
 	job.min_chunk = 1000;
-	KUNIT_EXPECT_EQ(test, mt_job_run_report(&job, &rep), 0);
+	KUNIT_EXPECT_EQ(test, mtjob_run_report(&job, &rep), 0);
 	KUNIT_EXPECT_EQ(test, atomic_read(&r->calls), 1);
 	KUNIT_EXPECT_EQ(test, r->chunks[0].start, 7UL);
 	KUNIT_EXPECT_EQ(test, r->chunks[0].end, 8UL);
@@ -449,15 +449,15 @@ static void mt_job_test_small(struct kunit *test)
 
 /*
  * A job of one thread placed on no node is one call over the whole range on
- * the caller (mt_job_run_alone() on the Rust engine), whatever its alignment,
+ * the caller (mtjob_run_alone() on the Rust engine), whatever its alignment,
  * minimum chunk and gfp, and returns its chunk's error as a larger job does;
  * so is one of up to 8 threads whose range holds fewer than two minimum
  * chunks.
  */
-static void mt_job_test_one_thread(struct kunit *test)
+static void mtjob_test_one_thread(struct kunit *test)
 {
-	static const enum mt_job_affinity affs[] = {
-		MT_JOB_AFFINITY_NONE, MT_JOB_AFFINITY_INTERLEAVE,
+	static const enum mtjob_affinity affs[] = {
+		MTJOB_AFFINITY_NONE, MTJOB_AFFINITY_INTERLEAVE,
 	};
 	static const int errs[] = { 0, -ENOSPC, -MAX_ERRNO - 1 };
 	unsigned int a, e, small;
@@ -466,8 +466,8 @@ static void mt_job_test_one_thread(struct kunit *test)
 		for (a = 0; a < ARRAY_SIZE(affs); a++) {
 			for (e = 0; e < ARRAY_SIZE(errs); e++) {
 				struct rec *r = rec_alloc(test, 100, 5000);
-				struct mt_job job = job_of(r, 100, 5000);
-				struct mt_job_report rep;
+				struct mtjob job = job_of(r, 100, 5000);
+				struct mtjob_report rep;
 				int want = errs[e] < -MAX_ERRNO ? -EINVAL :
 								 errs[e];
 
@@ -479,7 +479,7 @@ static void mt_job_test_one_thread(struct kunit *test)
 				r->fail_at = errs[e] ? 4000 : ULONG_MAX;
 				r->fail_errno = errs[e];
 				KUNIT_EXPECT_EQ(test,
-						mt_job_run_report(&job, &rep),
+						mtjob_run_report(&job, &rep),
 						want);
 				KUNIT_ASSERT_EQ(test, atomic_read(&r->calls), 1);
 				KUNIT_EXPECT_EQ(test, r->chunks[0].start, 100UL);
@@ -487,9 +487,9 @@ static void mt_job_test_one_thread(struct kunit *test)
 				KUNIT_EXPECT_FALSE(test, r->chunks[0].worker);
 				KUNIT_EXPECT_EQ(test, rep.nr_threads, 1);
 				KUNIT_EXPECT_EQ(test, rep.nr_off_node, 0UL);
-				if (IS_ENABLED(CONFIG_MT_JOB_RUST))
+				if (IS_ENABLED(CONFIG_MTJOB_RUST))
 					KUNIT_EXPECT_EQ(test, rep.engine,
-							MT_JOB_ENGINE_RUST);
+							MTJOB_ENGINE_RUST);
 				if (!errs[e])
 					expect_each_once(test, r);
 			}
@@ -502,7 +502,7 @@ static void mt_job_test_one_thread(struct kunit *test)
  * max(min_chunk, align) is two chunks when two threads may run it, one
  * index less is one chunk on the caller, as padata counts them.
  */
-static void mt_job_test_one_unit_edge(struct kunit *test)
+static void mtjob_test_one_unit_edge(struct kunit *test)
 {
 	unsigned int less;
 
@@ -510,12 +510,12 @@ static void mt_job_test_one_unit_edge(struct kunit *test)
 		kunit_skip(test, "needs 2 CPUs");
 	for (less = 0; less < 2; less++) {
 		struct rec *r = rec_alloc(test, 0, 128 - less);
-		struct mt_job job = job_of(r, 0, r->nr);
-		struct mt_job_report rep;
+		struct mtjob job = job_of(r, 0, r->nr);
+		struct mtjob_report rep;
 
 		job.min_chunk = 64;
 		job.max_threads = 2;
-		KUNIT_ASSERT_EQ(test, mt_job_run_report(&job, &rep), 0);
+		KUNIT_ASSERT_EQ(test, mtjob_run_report(&job, &rep), 0);
 		expect_each_once(test, r);
 		KUNIT_EXPECT_EQ(test, r->nr_chunks, less ? 1U : 2U);
 		if (less) {
@@ -526,19 +526,19 @@ static void mt_job_test_one_unit_edge(struct kunit *test)
 }
 
 /* Ranges that end at ULONG_MAX, where rounding a boundary up overflows. */
-static void mt_job_test_ulong_max(struct kunit *test)
+static void mtjob_test_ulong_max(struct kunit *test)
 {
 	static const unsigned long sizes[] = { 1, 1000, 65536 };
 	unsigned int s;
 
 	for (s = 0; s < ARRAY_SIZE(sizes); s++) {
 		struct rec *r = rec_alloc(test, ULONG_MAX - sizes[s], sizes[s]);
-		struct mt_job job = job_of(r, r->base, r->nr);
+		struct mtjob job = job_of(r, r->base, r->nr);
 
 		job.align = 64;
 		job.min_chunk = 100;
 		job.max_threads = 4;
-		KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+		KUNIT_ASSERT_EQ(test, mtjob_run(&job), 0);
 		expect_each_once(test, r);
 		expect_shape(test, r, &job);
 	}
@@ -547,8 +547,8 @@ static void mt_job_test_ulong_max(struct kunit *test)
 struct concurrent {
 	struct kunit *test;
 	struct rec *r;
-	struct mt_job job;
-	struct mt_job_report rep;
+	struct mtjob job;
+	struct mtjob_report rep;
 	int ret;
 	struct completion done;
 	int (*fn)(void *arg);	/* run_bound(): what its kthread runs */
@@ -560,7 +560,7 @@ static int concurrent_fn(void *arg)
 {
 	struct concurrent *c = arg;
 
-	c->ret = mt_job_run_report(&c->job, &c->rep);
+	c->ret = mtjob_run_report(&c->job, &c->rep);
 	complete(&c->done);
 	return 0;
 }
@@ -593,7 +593,7 @@ static void run_bound(struct kunit *test, int (*fn)(void *),
 	c->fn = fn;
 	c->node = node;
 	init_completion(&c->done);
-	t = kthread_create_on_node(bound_fn, c, node, "mt_job_test/bound");
+	t = kthread_create_on_node(bound_fn, c, node, "mtjob_test/bound");
 	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
 	wake_up_process(t);
 	wait_for_completion(&c->done);
@@ -602,7 +602,7 @@ static void run_bound(struct kunit *test, int (*fn)(void *),
 }
 
 /* Several jobs at once, from different kthreads. */
-static void mt_job_test_concurrent(struct kunit *test)
+static void mtjob_test_concurrent(struct kunit *test)
 {
 	struct concurrent c[4];
 	int i;
@@ -619,7 +619,7 @@ static void mt_job_test_concurrent(struct kunit *test)
 		c[i].job.node = first_node_with_cpus();
 		c[i].ret = -EINPROGRESS;
 		init_completion(&c[i].done);
-		t = kthread_run(concurrent_fn, &c[i], "mt_job_test/%d", i);
+		t = kthread_run(concurrent_fn, &c[i], "mtjob_test/%d", i);
 		KUNIT_ASSERT_FALSE(test, IS_ERR(t));
 	}
 	for (i = 0; i < ARRAY_SIZE(c); i++) {
@@ -636,7 +636,7 @@ static void mt_job_test_concurrent(struct kunit *test)
  * Where a chunk ran is partly chance; that the helper could run nowhere
  * else is not, and is checked too.
  */
-static void mt_job_test_affinity_by_index_strict(struct kunit *test)
+static void mtjob_test_affinity_by_index_strict(struct kunit *test)
 {
 	struct by_index b = { .half = 1 << 13 };
 	struct concurrent c;
@@ -655,7 +655,7 @@ static void mt_job_test_affinity_by_index_strict(struct kunit *test)
 		c.job.thread_fn = by_index_fn;
 		c.job.fn_arg = &b;
 		c.job.max_threads = threads;
-		c.job.affinity = MT_JOB_AFFINITY_BY_INDEX_STRICT;
+		c.job.affinity = MTJOB_AFFINITY_BY_INDEX_STRICT;
 		c.job.node_of = by_index_node;
 		run_bound(test, concurrent_fn, &c, b.lo);
 		KUNIT_ASSERT_EQ(test, c.ret, 0);
@@ -703,7 +703,7 @@ static void strict_nowait_run(struct kunit *test, struct by_index *b,
 	c->job.thread_fn = by_index_fn;
 	c->job.fn_arg = b;
 	c->job.max_threads = 4;
-	c->job.affinity = MT_JOB_AFFINITY_BY_INDEX_STRICT;
+	c->job.affinity = MTJOB_AFFINITY_BY_INDEX_STRICT;
 	c->job.node_of = all_hi_node;
 	c->job.gfp = GFP_NOWAIT;
 	run_bound(test, concurrent_fn, c, b->lo);
@@ -718,7 +718,7 @@ static void strict_nowait_run(struct kunit *test, struct by_index *b,
  * every chunk, off its node, alone; then 40 times on an idle machine, where
  * how often helpers were cancelled is timing, so it is only reported.
  */
-static void mt_job_test_strict_nowait(struct kunit *test)
+static void mtjob_test_strict_nowait(struct kunit *test)
 {
 	struct by_index b = { .half = 0 };
 	atomic_t running = ATOMIC_INIT(0);
@@ -736,7 +736,7 @@ static void mt_job_test_strict_nowait(struct kunit *test)
 	spinners = kunit_kcalloc(test, nr_cpu_ids, sizeof(*spinners), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, spinners);
 	for_each_cpu_and(cpu, cpumask_of_node(b.hi), cpu_online_mask) {
-		t = kthread_create_on_cpu(spinner_fn, &running, cpu, "mt_job_spin/%u");
+		t = kthread_create_on_cpu(spinner_fn, &running, cpu, "mtjob_spin/%u");
 		KUNIT_ASSERT_FALSE(test, IS_ERR(t));
 		sched_set_fifo(t);
 		wake_up_process(t);
@@ -749,7 +749,7 @@ static void mt_job_test_strict_nowait(struct kunit *test)
 		kthread_stop(spinners[i]);
 	KUNIT_ASSERT_EQ(test, c.ret, 0);
 	expect_each_once(test, b.r);
-	if (c.rep.engine == MT_JOB_ENGINE_RUST) {
+	if (c.rep.engine == MTJOB_ENGINE_RUST) {
 		KUNIT_EXPECT_EQ(test, c.rep.nr_threads, 1);
 		KUNIT_EXPECT_EQ(test, c.rep.nr_off_node, (unsigned long)b.r->nr_chunks);
 	}
@@ -778,28 +778,28 @@ static int nowait_node(unsigned long index, void *arg)
  * nowait: the engine's allocations use GFP_NOWAIT (the mmu_gather free path);
  * the job still covers every index, by index as well, and runs in parallel.
  */
-static void mt_job_test_nowait(struct kunit *test)
+static void mtjob_test_nowait(struct kunit *test)
 {
-	enum mt_job_affinity aff;
+	enum mtjob_affinity aff;
 
-	for (aff = MT_JOB_AFFINITY_NONE; aff <= MT_JOB_AFFINITY_BY_INDEX;
+	for (aff = MTJOB_AFFINITY_NONE; aff <= MTJOB_AFFINITY_BY_INDEX;
 	     aff++) {
 		struct rec *r = rec_alloc(test, 0, 4096);
-		struct mt_job job = job_of(r, 0, r->nr);
-		struct mt_job_report rep;
+		struct mtjob job = job_of(r, 0, r->nr);
+		struct mtjob_report rep;
 
-		if (aff == MT_JOB_AFFINITY_NODE)
+		if (aff == MTJOB_AFFINITY_NODE)
 			continue;
 		r->delay_us = 2000;
 		job.max_threads = 4;
 		job.gfp = GFP_NOWAIT;
 		job.affinity = aff;
-		job.node_of = aff == MT_JOB_AFFINITY_BY_INDEX ? nowait_node :
+		job.node_of = aff == MTJOB_AFFINITY_BY_INDEX ? nowait_node :
 								NULL;
-		KUNIT_ASSERT_EQ(test, mt_job_run_report(&job, &rep), 0);
+		KUNIT_ASSERT_EQ(test, mtjob_run_report(&job, &rep), 0);
 		expect_each_once(test, r);
 		KUNIT_EXPECT_LE(test, rep.nr_threads, 4);
-		if (IS_ENABLED(CONFIG_MT_JOB_RUST) && num_online_cpus() > 1)
+		if (IS_ENABLED(CONFIG_MTJOB_RUST) && num_online_cpus() > 1)
 			KUNIT_EXPECT_GE(test, atomic_read(&r->max_active), 2);
 	}
 }
@@ -811,18 +811,18 @@ static void mt_job_test_nowait(struct kunit *test)
  * counts as off its node when the caller is elsewhere. Here the chunk's node
  * is @hi and the caller is kept on @lo, then on @hi.
  */
-static void mt_job_test_placed_one_thread(struct kunit *test)
+static void mtjob_test_placed_one_thread(struct kunit *test)
 {
-	static const enum mt_job_affinity affs[] = {
-		MT_JOB_AFFINITY_NODE, MT_JOB_AFFINITY_BY_INDEX,
-		MT_JOB_AFFINITY_BY_INDEX_STRICT,
+	static const enum mtjob_affinity affs[] = {
+		MTJOB_AFFINITY_NODE, MTJOB_AFFINITY_BY_INDEX,
+		MTJOB_AFFINITY_BY_INDEX_STRICT,
 	};
 	struct by_index b = { .half = 0 };
 	unsigned int a, on_hi;
 
 	if (num_node_state(N_CPU) < 2)
 		kunit_skip(test, "needs 2 nodes with CPUs");
-	if (!IS_ENABLED(CONFIG_MT_JOB_RUST))
+	if (!IS_ENABLED(CONFIG_MTJOB_RUST))
 		kunit_skip(test, "padata runs a job of one thread on the caller");
 	b.lo = first_node_with_cpus();
 	b.hi = next_node_in(b.lo, node_states[N_CPU]);
@@ -831,11 +831,11 @@ static void mt_job_test_placed_one_thread(struct kunit *test)
 		kunit_skip(test, "needs nodes that share no CPU");
 	for (a = 0; a < ARRAY_SIZE(affs); a++) {
 		for (on_hi = 0; on_hi < 2; on_hi++) {
-			bool by_index = affs[a] == MT_JOB_AFFINITY_BY_INDEX;
+			bool by_index = affs[a] == MTJOB_AFFINITY_BY_INDEX;
 			int caller = on_hi ? b.hi : b.lo;
 			const struct cpumask *mask;
-			struct mt_job_report rep;
-			struct mt_job job;
+			struct mtjob_report rep;
+			struct mtjob job;
 
 			b.r = rec_alloc(test, 0, 1 << 10);
 			job = job_of(b.r, 0, b.r->nr);
@@ -848,7 +848,7 @@ static void mt_job_test_placed_one_thread(struct kunit *test)
 			mask = cpumask_of_node(caller);
 			KUNIT_ASSERT_EQ(test,
 					set_cpus_allowed_ptr(current, mask), 0);
-			KUNIT_EXPECT_EQ(test, mt_job_run_report(&job, &rep), 0);
+			KUNIT_EXPECT_EQ(test, mtjob_run_report(&job, &rep), 0);
 			set_cpus_allowed_ptr(current, cpu_possible_mask);
 			expect_each_once(test, b.r);
 			KUNIT_ASSERT_EQ(test, b.r->nr_chunks, 1U);
@@ -860,7 +860,7 @@ static void mt_job_test_placed_one_thread(struct kunit *test)
 			KUNIT_EXPECT_EQ(test, rep.nr_off_node,
 					by_index && !on_hi ? 1UL : 0UL);
 			KUNIT_EXPECT_EQ(test, rep.nr_threads, 1);
-			KUNIT_EXPECT_EQ(test, rep.engine, MT_JOB_ENGINE_RUST);
+			KUNIT_EXPECT_EQ(test, rep.engine, MTJOB_ENGINE_RUST);
 		}
 	}
 }
@@ -915,11 +915,11 @@ static int lone_node(unsigned long index, void *arg)
  * by-index jobs run its chunks somewhere, strict ones too, also with fewer
  * threads than nodes; a node job's chunks count as off their node.
  */
-static void mt_job_test_cpuless_node(struct kunit *test)
+static void mtjob_test_cpuless_node(struct kunit *test)
 {
-	static const enum mt_job_affinity affs[] = {
-		MT_JOB_AFFINITY_NODE, MT_JOB_AFFINITY_BY_INDEX,
-		MT_JOB_AFFINITY_BY_INDEX_STRICT,
+	static const enum mtjob_affinity affs[] = {
+		MTJOB_AFFINITY_NODE, MTJOB_AFFINITY_BY_INDEX,
+		MTJOB_AFFINITY_BY_INDEX_STRICT,
 	};
 	struct thirds t;
 	unsigned int a;
@@ -932,8 +932,8 @@ static void mt_job_test_cpuless_node(struct kunit *test)
 	t.node[1] = next_node_in(t.node[0], node_states[N_CPU]);
 	for (a = 0; a < ARRAY_SIZE(affs); a++) {
 		for (threads = 1; threads <= 4; threads++) {
-			struct mt_job job;
-			struct mt_job_report rep;
+			struct mtjob job;
+			struct mtjob_report rep;
 
 			t.r = rec_alloc(test, 3000, 3 << 12);
 			t.r->delay_us = 100;
@@ -944,21 +944,21 @@ static void mt_job_test_cpuless_node(struct kunit *test)
 			job.affinity = affs[a];
 			job.node = t.node[2];
 			job.node_of = thirds_node;
-			KUNIT_ASSERT_EQ(test, mt_job_run_report(&job, &rep), 0);
+			KUNIT_ASSERT_EQ(test, mtjob_run_report(&job, &rep), 0);
 			expect_each_once(test, t.r);
 			/*
 			 * The caller is off the node of a node job on the
 			 * CPU-less node; by-index jobs give that node's chunks
-			 * to its nearest node (mt_job_test_cpuless_nearest).
+			 * to its nearest node (mtjob_test_cpuless_nearest).
 			 */
-			if (rep.engine == MT_JOB_ENGINE_RUST &&
-			    affs[a] == MT_JOB_AFFINITY_NODE)
+			if (rep.engine == MTJOB_ENGINE_RUST &&
+			    affs[a] == MTJOB_AFFINITY_NODE)
 				KUNIT_EXPECT_GT_MSG(test, rep.nr_off_node, 0UL,
 						    "affinity %d, %d threads",
 						    affs[a], threads);
 			KUNIT_EXPECT_LE(test, rep.nr_off_node,
 					(unsigned long)t.r->nr_chunks);
-			if (affs[a] == MT_JOB_AFFINITY_NODE)
+			if (affs[a] == MTJOB_AFFINITY_NODE)
 				KUNIT_EXPECT_EQ(test, rep.nr_threads, 1);
 			kunit_kfree(test, t.r->counts);
 			kunit_kfree(test, t.r);
@@ -966,7 +966,7 @@ static void mt_job_test_cpuless_node(struct kunit *test)
 	}
 }
 
-static void mt_job_test_cpuless_nearest(struct kunit *test)
+static void mtjob_test_cpuless_nearest(struct kunit *test)
 {
 	/*
 	 * A node without CPUs in a strict by-index job with a thread for
@@ -983,7 +983,7 @@ static void mt_job_test_cpuless_nearest(struct kunit *test)
 	t.node[2] = first_node_without_cpus();
 	if (t.node[2] == NUMA_NO_NODE)
 		kunit_skip(test, "needs a node with memory and no CPU");
-	if (!IS_ENABLED(CONFIG_MT_JOB_RUST))
+	if (!IS_ENABLED(CONFIG_MTJOB_RUST))
 		kunit_skip(test, "padata does not place chunks by node");
 	t.node[0] = first_node_with_cpus();
 	t.node[1] = next_node_in(t.node[0], node_states[N_CPU]);
@@ -995,8 +995,8 @@ static void mt_job_test_cpuless_nearest(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, set_cpus_allowed_ptr(current,
 						   cpumask_of_node(t.node[0])), 0);
 	for (threads = 2; threads <= 4; threads++) {
-		struct mt_job job;
-		struct mt_job_report rep;
+		struct mtjob job;
+		struct mtjob_report rep;
 
 		t.r = rec_alloc(test, 3000, 3 << 12);
 		t.r->delay_us = 100;
@@ -1004,12 +1004,12 @@ static void mt_job_test_cpuless_nearest(struct kunit *test)
 		job.thread_fn = thirds_fn;
 		job.fn_arg = &t;
 		job.max_threads = threads;
-		job.affinity = MT_JOB_AFFINITY_BY_INDEX_STRICT;
+		job.affinity = MTJOB_AFFINITY_BY_INDEX_STRICT;
 		job.node_of = thirds_node;
 		nodes_clear(t.cpuless_ran_on);
-		KUNIT_ASSERT_EQ(test, mt_job_run_report(&job, &rep), 0);
+		KUNIT_ASSERT_EQ(test, mtjob_run_report(&job, &rep), 0);
 		expect_each_once(test, t.r);
-		KUNIT_EXPECT_EQ(test, rep.engine, MT_JOB_ENGINE_RUST);
+		KUNIT_EXPECT_EQ(test, rep.engine, MTJOB_ENGINE_RUST);
 		KUNIT_EXPECT_TRUE_MSG(test, nodes_equal(t.cpuless_ran_on, near),
 				      "%d threads: node %d's chunks ran on %*pbl, not on node %d",
 				      threads, t.node[2],
@@ -1065,7 +1065,7 @@ static int hotplug_fn(void *arg)
  * CPUs, so that the search for a helper's node walks the whole ring of nodes
  * with CPUs while it changes.
  */
-static void mt_job_test_hotplug(struct kunit *test)
+static void mtjob_test_hotplug(struct kunit *test)
 {
 	struct hotplug h = { .stop = false };
 	struct task_struct *task;
@@ -1078,10 +1078,10 @@ static void mt_job_test_hotplug(struct kunit *test)
 	t.node[1] = next_node_in(t.node[0], node_states[N_POSSIBLE]);
 	t.node[2] = next_node_in(t.node[1], node_states[N_POSSIBLE]);
 	init_completion(&h.done);
-	task = kthread_run(hotplug_fn, &h, "mt_job_test/hotplug");
+	task = kthread_run(hotplug_fn, &h, "mtjob_test/hotplug");
 	KUNIT_ASSERT_FALSE(test, IS_ERR(task));
 	for (i = 0; i < 5 * 200 || (READ_ONCE(h.cycles) < 2 && i < 5000); i++) {
-		struct mt_job job;
+		struct mtjob job;
 		int ret;
 
 		t.r = rec_alloc(test, 0, 4096 + i);
@@ -1094,7 +1094,7 @@ static void mt_job_test_hotplug(struct kunit *test)
 		job.node = t.node[i % 3];
 		job.node_of = (i / 5) % 3 == 2 ? lone_node : thirds_node;
 		job.gfp = i % 7 == 0 ? GFP_NOWAIT : GFP_KERNEL;
-		ret = mt_job_run(&job);
+		ret = mtjob_run(&job);
 		KUNIT_EXPECT_EQ_MSG(test, ret, 0, "job %u", i);
 		expect_each_once(test, t.r);
 		bad += ret != 0;
@@ -1112,7 +1112,7 @@ static void mt_job_test_hotplug(struct kunit *test)
 
 struct nested {
 	struct rec *r;		/* the inner jobs' indices */
-	enum mt_job_affinity affinity;
+	enum mtjob_affinity affinity;
 	int node;
 	atomic_t errors;
 };
@@ -1127,7 +1127,7 @@ static int nested_node_of(unsigned long index, void *arg)
 static int nested_outer_fn(unsigned long start, unsigned long end, void *arg)
 {
 	struct nested *n = arg;
-	struct mt_job job = job_of(n->r, start * 256, (end - start) * 256);
+	struct mtjob job = job_of(n->r, start * 256, (end - start) * 256);
 	int ret;
 
 	job.max_threads = 2;
@@ -1135,25 +1135,25 @@ static int nested_outer_fn(unsigned long start, unsigned long end, void *arg)
 	job.node = n->node;
 	job.node_of = nested_node_of;
 	job.fn_arg = n->r;
-	ret = mt_job_run(&job);
+	ret = mtjob_run(&job);
 	if (ret)
 		atomic_inc(&n->errors);
 	return ret;
 }
 
 /* A chunk function that runs a job of its own, for every affinity. */
-static void mt_job_test_nested(struct kunit *test)
+static void mtjob_test_nested(struct kunit *test)
 {
-	enum mt_job_affinity aff;
+	enum mtjob_affinity aff;
 
-	for (aff = MT_JOB_AFFINITY_NONE; aff <= MT_JOB_AFFINITY_BY_INDEX_STRICT;
+	for (aff = MTJOB_AFFINITY_NONE; aff <= MTJOB_AFFINITY_BY_INDEX_STRICT;
 	     aff++) {
 		struct nested n = {
 			.affinity = aff,
 			.node = first_node_with_cpus(),
 			.errors = ATOMIC_INIT(0),
 		};
-		struct mt_job job;
+		struct mtjob job;
 
 		n.r = rec_alloc(test, 0, 64 * 256);
 		n.r->delay_us = 10;
@@ -1164,7 +1164,7 @@ static void mt_job_test_nested(struct kunit *test)
 		job.affinity = aff;
 		job.node = n.node;
 		job.node_of = nested_node_of;
-		KUNIT_ASSERT_EQ(test, mt_job_run(&job), 0);
+		KUNIT_ASSERT_EQ(test, mtjob_run(&job), 0);
 		KUNIT_EXPECT_EQ(test, atomic_read(&n.errors), 0);
 		expect_each_once(test, n.r);
 		kunit_kfree(test, n.r->counts);
@@ -1181,7 +1181,7 @@ static void mt_job_test_nested(struct kunit *test)
 static void alloc_failure_gfp_kernel(struct kunit *test)
 {
 	unsigned int nth, fired = 0, rust = 0;
-	enum mt_job_affinity aff;
+	enum mtjob_affinity aff;
 	int nid, node = first_node_with_cpus();
 
 	/* The node with the most CPUs: a node job of one CPU spawns no helper. */
@@ -1189,12 +1189,12 @@ static void alloc_failure_gfp_kernel(struct kunit *test)
 		if (nr_cpus_node(nid) > nr_cpus_node(node))
 			node = nid;
 
-	for (aff = MT_JOB_AFFINITY_NONE; aff <= MT_JOB_AFFINITY_BY_INDEX_STRICT;
+	for (aff = MTJOB_AFFINITY_NONE; aff <= MTJOB_AFFINITY_BY_INDEX_STRICT;
 	     aff++) {
 		for (nth = 1; nth <= 4; nth++) {
 			struct rec *r = rec_alloc(test, 0, 4096);
-			struct mt_job job = job_of(r, 0, r->nr);
-			struct mt_job_report rep;
+			struct mtjob job = job_of(r, 0, r->nr);
+			struct mtjob_report rep;
 			unsigned int left;
 			int ret;
 
@@ -1203,14 +1203,14 @@ static void alloc_failure_gfp_kernel(struct kunit *test)
 			job.affinity = aff;
 			job.node = node;
 			job.node_of = nowait_node;
-			mt_job_rust_fail_nth_helper(nth);
-			ret = mt_job_run_report(&job, &rep);
-			left = mt_job_rust_fail_nth_helper(0);
+			mtjob_rust_fail_nth_helper(nth);
+			ret = mtjob_run_report(&job, &rep);
+			left = mtjob_rust_fail_nth_helper(0);
 			KUNIT_EXPECT_EQ_MSG(test, ret, 0, "affinity %d nth %u",
 					    aff, nth);
 			expect_each_once(test, r);
 			KUNIT_EXPECT_GE(test, rep.nr_threads, 1);
-			rust += rep.engine == MT_JOB_ENGINE_RUST;
+			rust += rep.engine == MTJOB_ENGINE_RUST;
 			if (!left) {
 				fired++;
 				KUNIT_EXPECT_LE_MSG(test, rep.nr_threads, nth,
@@ -1232,18 +1232,18 @@ static void alloc_failure_gfp_kernel(struct kunit *test)
  * with fewer threads.  Then the same for GFP_KERNEL jobs through the test
  * hook.
  */
-static void mt_job_test_alloc_failure(struct kunit *test)
+static void mtjob_test_alloc_failure(struct kunit *test)
 {
 #ifdef CONFIG_FAILSLAB
-	enum mt_job_affinity aff;
+	enum mtjob_affinity aff;
 	unsigned int nth;
 
-	for (aff = MT_JOB_AFFINITY_NONE; aff <= MT_JOB_AFFINITY_BY_INDEX_STRICT;
+	for (aff = MTJOB_AFFINITY_NONE; aff <= MTJOB_AFFINITY_BY_INDEX_STRICT;
 	     aff++) {
 		for (nth = 1; nth <= 6; nth++) {
 			struct rec *r = rec_alloc(test, 0, 4096);
-			struct mt_job job = job_of(r, 0, r->nr);
-			struct mt_job_report rep;
+			struct mtjob job = job_of(r, 0, r->nr);
+			struct mtjob_report rep;
 			int ret;
 
 			r->delay_us = 200;
@@ -1253,7 +1253,7 @@ static void mt_job_test_alloc_failure(struct kunit *test)
 			job.node = first_node_with_cpus();
 			job.node_of = nowait_node;
 			current->fail_nth = nth;
-			ret = mt_job_run_report(&job, &rep);
+			ret = mtjob_run_report(&job, &rep);
 			/* Not reached: fewer allocations than nth. */
 			current->fail_nth = 0;
 			KUNIT_EXPECT_EQ(test, ret, 0);
@@ -1266,20 +1266,20 @@ static void mt_job_test_alloc_failure(struct kunit *test)
 	/* With the first allocation failing, no helper: the caller alone. */
 	{
 		struct rec *r = rec_alloc(test, 0, 4096);
-		struct mt_job job = job_of(r, 0, r->nr);
-		struct mt_job_report rep;
+		struct mtjob job = job_of(r, 0, r->nr);
+		struct mtjob_report rep;
 
 		job.max_threads = 4;
 		job.gfp = GFP_NOWAIT;
 		current->fail_nth = 1;
-		KUNIT_EXPECT_EQ(test, mt_job_run_report(&job, &rep), 0);
+		KUNIT_EXPECT_EQ(test, mtjob_run_report(&job, &rep), 0);
 		current->fail_nth = 0;
 		expect_each_once(test, r);
-		if (rep.engine == MT_JOB_ENGINE_RUST)
+		if (rep.engine == MTJOB_ENGINE_RUST)
 			KUNIT_EXPECT_EQ(test, rep.nr_threads, 1);
 	}
 #endif
-	if (IS_ENABLED(CONFIG_MT_JOB_RUST))
+	if (IS_ENABLED(CONFIG_MTJOB_RUST))
 		alloc_failure_gfp_kernel(test);
 #ifndef CONFIG_FAILSLAB
 	kunit_skip(test, "needs CONFIG_FAILSLAB for GFP_NOWAIT allocations");
@@ -1289,21 +1289,21 @@ static void mt_job_test_alloc_failure(struct kunit *test)
 static int lockdep_report;
 module_param(lockdep_report, int, 0444);
 MODULE_PARM_DESC(lockdep_report,
-		 "Run mt_job_test_lockdep_report, which ends lockdep for the boot: 1 joins two threads, 2 runs a job of one thread");
+		 "Run mtjob_test_lockdep_report, which ends lockdep for the boot: 1 joins two threads, 2 runs a job of one thread");
 
-static DEFINE_MUTEX(mt_job_test_mutex);
+static DEFINE_MUTEX(mtjob_test_mutex);
 
 static int take_mutex_fn(unsigned long start, unsigned long end, void *arg)
 {
-	mutex_lock(&mt_job_test_mutex);
-	mutex_unlock(&mt_job_test_mutex);
+	mutex_lock(&mtjob_test_mutex);
+	mutex_unlock(&mtjob_test_mutex);
 	return 0;
 }
 
 /* One call site, hence one lock class, for both jobs below. */
-static noinline int lockdep_run(struct mt_job *job)
+static noinline int lockdep_run(struct mtjob *job)
 {
-	return mt_job_run(job);
+	return mtjob_run(job);
 }
 
 static int lockdep_caller_fn(void *arg)
@@ -1312,18 +1312,18 @@ static int lockdep_caller_fn(void *arg)
 
 	/*
 	 * First the helpers take the mutex, then the caller joins holding it:
-	 * two threads, or one (mt_job_run_alone(), whose call is followed by
+	 * two threads, or one (mtjob_run_alone(), whose call is followed by
 	 * the join's acquisition).
 	 */
 	c->ret = lockdep_run(&c->job);
 	if (!c->ret) {
 		struct rec *r = c->r;
-		struct mt_job job = job_of(r, 0, r->nr);
+		struct mtjob job = job_of(r, 0, r->nr);
 
 		job.max_threads = lockdep_report == 2 ? 1 : 2;
-		mutex_lock(&mt_job_test_mutex);
+		mutex_lock(&mtjob_test_mutex);
 		c->ret = lockdep_run(&job);
-		mutex_unlock(&mt_job_test_mutex);
+		mutex_unlock(&mtjob_test_mutex);
 	}
 	complete(&c->done);
 	return 0;
@@ -1333,17 +1333,17 @@ static int lockdep_caller_fn(void *arg)
  * The join is visible to lockdep: helpers that take a mutex, then a caller
  * that joins its helpers while holding it, is reported as a possible
  * deadlock even though it did not happen.  The report turns lockdep off for
- * the rest of the boot, so this runs only with mt_job_test.lockdep_report=1
+ * the rest of the boot, so this runs only with mtjob_test.lockdep_report=1
  * (a join of two threads) or 2 (a job of one thread under the mutex); make
  * check boots it alone with each and expects the report.
  */
-static void mt_job_test_lockdep_report(struct kunit *test)
+static void mtjob_test_lockdep_report(struct kunit *test)
 {
 	struct concurrent c;
 	int lo, hi;
 
 	if (!lockdep_report)
-		kunit_skip(test, "needs mt_job_test.lockdep_report=1 or 2");
+		kunit_skip(test, "needs mtjob_test.lockdep_report=1 or 2");
 	if (!IS_ENABLED(CONFIG_PROVE_LOCKING) || num_node_state(N_CPU) < 2)
 		kunit_skip(test, "needs CONFIG_PROVE_LOCKING and 2 nodes with CPUs");
 	KUNIT_ASSERT_TRUE(test, debug_locks);
@@ -1354,7 +1354,7 @@ static void mt_job_test_lockdep_report(struct kunit *test)
 	c.job = job_of(c.r, 0, 64);
 	c.job.thread_fn = take_mutex_fn;
 	c.job.max_threads = 2;
-	c.job.affinity = MT_JOB_AFFINITY_NODE;
+	c.job.affinity = MTJOB_AFFINITY_NODE;
 	c.job.node = hi;
 	run_bound(test, lockdep_caller_fn, &c, lo);
 	KUNIT_EXPECT_EQ(test, c.ret, 0);
@@ -1362,40 +1362,40 @@ static void mt_job_test_lockdep_report(struct kunit *test)
 			       "no lockdep report for a join under a mutex its helpers take");
 }
 
-static struct kunit_case mt_job_test_cases[] = {
-	KUNIT_CASE(mt_job_test_cover),
-	KUNIT_CASE(mt_job_test_max_threads),
-	KUNIT_CASE(mt_job_test_many_threads),
-	KUNIT_CASE(mt_job_test_affinity_node),
-	KUNIT_CASE(mt_job_test_affinity_interleave),
-	KUNIT_CASE(mt_job_test_affinity_by_index),
-	KUNIT_CASE(mt_job_test_error),
-	KUNIT_CASE(mt_job_test_positive_return),
-	KUNIT_CASE(mt_job_test_einval),
-	KUNIT_CASE(mt_job_test_small),
-	KUNIT_CASE(mt_job_test_ulong_max),
-	KUNIT_CASE(mt_job_test_concurrent),
-	KUNIT_CASE(mt_job_test_affinity_by_index_strict),
-	KUNIT_CASE(mt_job_test_nowait),
-	KUNIT_CASE(mt_job_test_strict_nowait),
-	KUNIT_CASE(mt_job_test_one_thread),
-	KUNIT_CASE(mt_job_test_one_unit_edge),
-	KUNIT_CASE(mt_job_test_placed_one_thread),
-	KUNIT_CASE(mt_job_test_cpuless_node),
-	KUNIT_CASE(mt_job_test_cpuless_nearest),
-	KUNIT_CASE_SLOW(mt_job_test_hotplug),
-	KUNIT_CASE(mt_job_test_nested),
-	KUNIT_CASE(mt_job_test_alloc_failure),
-	KUNIT_CASE(mt_job_test_lockdep_report),
+static struct kunit_case mtjob_test_cases[] = {
+	KUNIT_CASE(mtjob_test_cover),
+	KUNIT_CASE(mtjob_test_max_threads),
+	KUNIT_CASE(mtjob_test_many_threads),
+	KUNIT_CASE(mtjob_test_affinity_node),
+	KUNIT_CASE(mtjob_test_affinity_interleave),
+	KUNIT_CASE(mtjob_test_affinity_by_index),
+	KUNIT_CASE(mtjob_test_error),
+	KUNIT_CASE(mtjob_test_positive_return),
+	KUNIT_CASE(mtjob_test_einval),
+	KUNIT_CASE(mtjob_test_small),
+	KUNIT_CASE(mtjob_test_ulong_max),
+	KUNIT_CASE(mtjob_test_concurrent),
+	KUNIT_CASE(mtjob_test_affinity_by_index_strict),
+	KUNIT_CASE(mtjob_test_nowait),
+	KUNIT_CASE(mtjob_test_strict_nowait),
+	KUNIT_CASE(mtjob_test_one_thread),
+	KUNIT_CASE(mtjob_test_one_unit_edge),
+	KUNIT_CASE(mtjob_test_placed_one_thread),
+	KUNIT_CASE(mtjob_test_cpuless_node),
+	KUNIT_CASE(mtjob_test_cpuless_nearest),
+	KUNIT_CASE_SLOW(mtjob_test_hotplug),
+	KUNIT_CASE(mtjob_test_nested),
+	KUNIT_CASE(mtjob_test_alloc_failure),
+	KUNIT_CASE(mtjob_test_lockdep_report),
 	{}
 };
 
-static struct kunit_suite mt_job_test_suite = {
-	.name = "mt_job",
-	.test_cases = mt_job_test_cases,
+static struct kunit_suite mtjob_test_suite = {
+	.name = "mtjob",
+	.test_cases = mtjob_test_cases,
 };
 
-kunit_test_suite(mt_job_test_suite);
+kunit_test_suite(mtjob_test_suite);
 
-MODULE_DESCRIPTION("KUnit tests for mt_job_run()");
+MODULE_DESCRIPTION("KUnit tests for mtjob_run()");
 MODULE_LICENSE("GPL");

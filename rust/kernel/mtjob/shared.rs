@@ -310,7 +310,7 @@ fn node_queue() -> &'static Queue {
     if let Some(queue) = NODE_QUEUE.as_ref() {
         return queue;
     }
-    crate::pr_warn_once!("mt_job: no node workqueue, node placement of helpers is best effort\n");
+    crate::pr_warn_once!("mtjob: no node workqueue, node placement of helpers is best effort\n");
     workqueue::system_dfl()
 }
 
@@ -319,7 +319,7 @@ static NODE_QUEUE_TRIED: Atomic<bool> = Atomic::new(false);
 
 /// Creates the workqueue of node-affine helpers; only the first call does anything.
 ///
-/// `kernel/mt_job.c` calls it from an `early_initcall` on every kernel built with
+/// `kernel/mtjob.c` calls it from an `early_initcall` on every kernel built with
 /// `CONFIG_RUST`, before the first jobs (deferred struct page init on every node at once). It is
 /// not created on demand, nor by a later call after the first failed: creating a workqueue takes
 /// `wq_pool_mutex` and allocates with `GFP_KERNEL`, which a job's caller may not be able to do.
@@ -332,7 +332,7 @@ pub fn prepare_node_workqueue() -> Result {
     if NODE_QUEUE_TRIED.xchg(true, Relaxed) {
         return Err(EBUSY);
     }
-    let queue = OwnedQueue::new(c"mt_job_node", QueueFlags::UNBOUND, 0)?;
+    let queue = OwnedQueue::new(c"mtjob_node", QueueFlags::UNBOUND, 0)?;
     queue.set_numa_strict()?;
     // Never destroyed: jobs may use it at any time from now on. Only the first call gets here,
     // so nobody populated it before.
@@ -344,10 +344,10 @@ pub fn prepare_node_workqueue() -> Result {
 ///
 /// Helpers are allocated with the job's flags. `failslab` and `fail_page_alloc` never fail an
 /// allocation that may reclaim (`__GFP_DIRECT_RECLAIM`, as in [`GFP_KERNEL`]) unless debugfs says
-/// otherwise (`ignore-gfp-wait`), which the boot-time KUnit run of `kernel/mt_job_test.c` cannot
-/// set. Built only with `CONFIG_MT_JOB_KUNIT_TEST`; it fails a helper as a failed allocation
+/// otherwise (`ignore-gfp-wait`), which the boot-time KUnit run of `kernel/mtjob_test.c` cannot
+/// set. Built only with `CONFIG_MTJOB_KUNIT_TEST`; it fails a helper as a failed allocation
 /// would: the job goes on with the helpers it has.
-#[cfg(CONFIG_MT_JOB_KUNIT_TEST)]
+#[cfg(CONFIG_MTJOB_KUNIT_TEST)]
 pub mod fail_helper {
     use crate::{
         bindings,
@@ -389,7 +389,7 @@ pub mod fail_helper {
     }
 }
 
-#[cfg(not(CONFIG_MT_JOB_KUNIT_TEST))]
+#[cfg(not(CONFIG_MTJOB_KUNIT_TEST))]
 mod fail_helper {
     /// Without the KUnit tests, no helper fails on purpose.
     #[inline(always)]

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The Rust engine behind `mt_job_run()`: turns a checked C `struct mt_job` into a
-//! [`kernel::mt_job::Job`] over `usize` indices and runs it.
+//! The Rust engine behind `mtjob_run()`: turns a checked C `struct mtjob` into a
+//! [`kernel::mtjob::Job`] over `usize` indices and runs it.
 //!
-//! C header: [`include/linux/mt_job.h`](srctree/include/linux/mt_job.h); the entry points are
-//! declared for `kernel/mt_job.c` in `kernel/mt_job_internal.h`.
+//! C header: [`include/linux/mtjob.h`](srctree/include/linux/mtjob.h); the entry points are
+//! declared for `kernel/mtjob.c` in `kernel/mtjob_internal.h`.
 
 use core::num::NonZeroUsize;
 use kernel::{
@@ -17,7 +17,7 @@ use kernel::{
     },
     bindings,
     error::to_result,
-    mt_job::{
+    mtjob::{
         Affinity,
         Align,
         Job, //
@@ -34,31 +34,31 @@ struct Callbacks {
     arg: *mut c_void,
 }
 
-// SAFETY: the C API documents (`mt_job.h`) that `thread_fn` is called from several threads at
+// SAFETY: the C API documents (`mtjob.h`) that `thread_fn` is called from several threads at
 // once with the same `fn_arg`; synchronising what `fn_arg` points to is the caller's job, as it
-// is with padata. `node_of` is only called by the thread that called `mt_job_rust_run()`.
+// is with padata. `node_of` is only called by the thread that called `mtjob_rust_run()`.
 unsafe impl Sync for Callbacks {}
 
 impl Callbacks {
-    /// Runs one chunk; a positive return is success, as in every engine (`mt_job.h`).
+    /// Runs one chunk; a positive return is success, as in every engine (`mtjob.h`).
     fn chunk(&self, start: c_ulong, end: c_ulong) -> Result {
-        // SAFETY: `thread_fn` is a valid function by the contract of `mt_job_rust_run`.
+        // SAFETY: `thread_fn` is a valid function by the contract of `mtjob_rust_run`.
         to_result(unsafe { (self.thread_fn)(start, end, self.arg) })
     }
 
     /// The node of `index`: `None` for a negative or out-of-range id (`NUMA_NO_NODE`); a node
     /// that is not possible is passed on, which [`Affinity::ByIndex`] treats as no node.
     fn node(&self, index: c_ulong) -> Option<NumaNode> {
-        // SAFETY: `node_of` is a valid function by the contract of `mt_job_rust_run`.
+        // SAFETY: `node_of` is a valid function by the contract of `mtjob_rust_run`.
         let node = unsafe { (self.node_of?)(index, self.arg) };
         NumaNode::new(node).ok()
     }
 }
 
 fn run(
-    job: &bindings::mt_job,
+    job: &bindings::mtjob,
     max_threads: c_int,
-    report: &mut bindings::mt_job_report,
+    report: &mut bindings::mtjob_report,
     name: &'static CStr,
     key: Pin<&'static LockClassKey>,
 ) -> Result {
@@ -71,23 +71,23 @@ fn run(
     let node_of = |index: c_ulong| cb.node(index);
     let by_index = matches!(
         job.affinity,
-        bindings::mt_job_affinity_MT_JOB_AFFINITY_BY_INDEX
-            | bindings::mt_job_affinity_MT_JOB_AFFINITY_BY_INDEX_STRICT
+        bindings::mtjob_affinity_MTJOB_AFFINITY_BY_INDEX
+            | bindings::mtjob_affinity_MTJOB_AFFINITY_BY_INDEX_STRICT
     );
     if by_index && cb.node_of.is_none() {
         return Err(EINVAL);
     }
     let affinity = match job.affinity {
-        bindings::mt_job_affinity_MT_JOB_AFFINITY_NONE => Affinity::None,
-        bindings::mt_job_affinity_MT_JOB_AFFINITY_INTERLEAVE => Affinity::Interleave,
-        bindings::mt_job_affinity_MT_JOB_AFFINITY_NODE => Affinity::Node(
+        bindings::mtjob_affinity_MTJOB_AFFINITY_NONE => Affinity::None,
+        bindings::mtjob_affinity_MTJOB_AFFINITY_INTERLEAVE => Affinity::Interleave,
+        bindings::mtjob_affinity_MTJOB_AFFINITY_NODE => Affinity::Node(
             NumaNode::new(job.node)
                 .ok()
                 .filter(|n| n.is_possible())
                 .ok_or(EINVAL)?,
         ),
-        bindings::mt_job_affinity_MT_JOB_AFFINITY_BY_INDEX => Affinity::ByIndex(&node_of),
-        bindings::mt_job_affinity_MT_JOB_AFFINITY_BY_INDEX_STRICT => {
+        bindings::mtjob_affinity_MTJOB_AFFINITY_BY_INDEX => Affinity::ByIndex(&node_of),
+        bindings::mtjob_affinity_MTJOB_AFFINITY_BY_INDEX_STRICT => {
             Affinity::ByIndexStrict(&node_of)
         }
         _ => return Err(EINVAL),
@@ -101,61 +101,61 @@ fn run(
         bindings::GFP_NOWAIT => GFP_NOWAIT,
         _ => return Err(EINVAL),
     };
-    let mt_job = Job::new(job.start..end, name, key)?
+    let mtjob = Job::new(job.start..end, name, key)?
         .align(Align::new(job.align as u64)?)
         .min_chunk(job.min_chunk as u64)
         .max_threads(max_threads)
         .affinity(affinity)
         .alloc_flags(flags);
-    let (res, ran) = mt_job.run_and_report(|chunk| cb.chunk(chunk.start, chunk.end));
+    let (res, ran) = mtjob.run_and_report(|chunk| cb.chunk(chunk.start, chunk.end));
     // Also when a chunk failed: callers report how many threads worked.
     report.nr_threads = c_int::try_from(ran.threads()).unwrap_or(c_int::MAX);
     report.nr_off_node = c_ulong::try_from(ran.off_node()).unwrap_or(c_ulong::MAX);
     res
 }
 
-/// Prepares `kernel::mt_job` at boot, with or without `CONFIG_MT_JOB_RUST`; called once from an
-/// `early_initcall` in `kernel/mt_job.c`.
+/// Prepares `kernel::mtjob` at boot, with or without `CONFIG_MTJOB_RUST`; called once from an
+/// `early_initcall` in `kernel/mtjob.c`.
 ///
 /// Returns 0 or the error of creating the node workqueue (jobs then queue node-affine helpers on
 /// `system_dfl_wq`).
 #[no_mangle]
-pub extern "C" fn mt_job_rust_init() -> c_int {
-    match kernel::mt_job::prepare_node_workqueue() {
+pub extern "C" fn mtjob_rust_init() -> c_int {
+    match kernel::mtjob::prepare_node_workqueue() {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }
 }
 
-/// Test hook of `kernel/mt_job_test.c`: makes the `nth` helper (from 1) that the calling
+/// Test hook of `kernel/mtjob_test.c`: makes the `nth` helper (from 1) that the calling
 /// thread's jobs spawn fail as a failed allocation would; 0 turns it off.
 ///
 /// Returns what the previous setting still had to count: 0 if it failed a helper or was off.
-#[cfg(CONFIG_MT_JOB_KUNIT_TEST)]
+#[cfg(CONFIG_MTJOB_KUNIT_TEST)]
 #[no_mangle]
-pub extern "C" fn mt_job_rust_fail_nth_helper(nth: kernel::ffi::c_uint) -> kernel::ffi::c_uint {
-    let left = kernel::mt_job::fail_helper::set(nth as usize);
+pub extern "C" fn mtjob_rust_fail_nth_helper(nth: kernel::ffi::c_uint) -> kernel::ffi::c_uint {
+    let left = kernel::mtjob::fail_helper::set(nth as usize);
     kernel::ffi::c_uint::try_from(left).unwrap_or(kernel::ffi::c_uint::MAX)
 }
 
 /// Runs `job` on the Rust engine with at most `max_threads` threads (the job's, capped by
-/// `mt_job.max_threads=`) and says how in `report`; see `mt_job_run()` for the rules.
+/// `mtjob.max_threads=`) and says how in `report`; see `mtjob_run()` for the rules.
 ///
-/// Returns 0, the first error a chunk returned, or `-EINVAL` for a job `mt_job_run()` would
+/// Returns 0, the first error a chunk returned, or `-EINVAL` for a job `mtjob_run()` would
 /// have refused.
 ///
 /// # Safety
 ///
-/// `job` must point to a valid `struct mt_job` that nobody changes during the call, whose
+/// `job` must point to a valid `struct mtjob` that nobody changes during the call, whose
 /// `thread_fn` (and `node_of`, if set) may be called concurrently with `fn_arg` until this
-/// function returns. `report` must point to a valid `struct mt_job_report` that nobody else
+/// function returns. `report` must point to a valid `struct mtjob_report` that nobody else
 /// accesses during the call. `key` must point to the static lock class key of the call site
-/// (`mt_job_run()`), and `class_name` to a static C string (only read with `CONFIG_LOCKDEP`).
+/// (`mtjob_run()`), and `class_name` to a static C string (only read with `CONFIG_LOCKDEP`).
 #[no_mangle]
-pub unsafe extern "C" fn mt_job_rust_run(
-    job: *const bindings::mt_job,
+pub unsafe extern "C" fn mtjob_rust_run(
+    job: *const bindings::mtjob,
     max_threads: c_int,
-    report: *mut bindings::mt_job_report,
+    report: *mut bindings::mtjob_report,
     key: *mut bindings::lock_class_key,
     class_name: *const c_char,
 ) -> c_int {
@@ -163,7 +163,7 @@ pub unsafe extern "C" fn mt_job_rust_run(
     let job = unsafe { &*job };
     // SAFETY: by the safety requirements `report` is valid and exclusively ours for the call.
     let report = unsafe { &mut *report };
-    report.engine = bindings::mt_job_engine_MT_JOB_ENGINE_RUST;
+    report.engine = bindings::mtjob_engine_MTJOB_ENGINE_RUST;
     // SAFETY: by the safety requirements `key` points to a static key, never moved nor freed,
     // which `LockClassKey` wraps transparently.
     let key = unsafe { Pin::static_ref(&*key.cast::<LockClassKey>()) };
@@ -173,7 +173,7 @@ pub unsafe extern "C" fn mt_job_rust_run(
         // SAFETY: by the safety requirements `class_name` points to a static C string.
         unsafe { CStr::from_char_ptr(class_name) }
     } else {
-        c"mt_job"
+        c"mtjob"
     };
     match run(job, max_threads, report, name, key) {
         Ok(()) => 0,

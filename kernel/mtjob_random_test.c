@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Randomized KUnit tests of mt_job_run(): many jobs with random start, size,
+ * Randomized KUnit tests of mtjob_run(): many jobs with random start, size,
  * alignment, minimum chunk, thread cap and affinity, some with a failing
- * chunk, each checked against what mt_job.h promises.  The seed is printed
- * and can be set with mt_job_random_test.seed= to replay a run; the number
- * of jobs with mt_job_random_test.jobs=.
+ * chunk, each checked against what mtjob.h promises.  The seed is printed
+ * and can be set with mtjob_random_test.seed= to replay a run; the number
+ * of jobs with mtjob_random_test.jobs=.
  */
 
 #include <kunit/test.h>
@@ -15,7 +15,7 @@
 #include <linux/limits.h>
 #include <linux/minmax.h>
 #include <linux/moduleparam.h>
-#include <linux/mt_job.h>
+#include <linux/mtjob.h>
 #include <linux/nodemask.h>
 #include <linux/prandom.h>
 #include <linux/slab.h>
@@ -47,7 +47,7 @@ struct random_ctx {
 	int id;
 	unsigned int nr_jobs;
 	/* The current job. */
-	struct mt_job job;
+	struct mtjob job;
 	unsigned long period;		/* node_of changes node every period */
 	int node_base;
 	bool bad_node;			/* node_of returns impossible nodes */
@@ -130,7 +130,7 @@ static void random_job(struct random_ctx *c)
 		start = rnd_below(c, 1U << 20);
 	align = 1UL << rnd_below(c, 13);
 
-	c->job = (struct mt_job) {
+	c->job = (struct mtjob) {
 		.thread_fn	= random_fn,
 		.fn_arg		= c,
 		.start		= start,
@@ -138,13 +138,13 @@ static void random_job(struct random_ctx *c)
 		.align		= align,
 		.min_chunk	= rnd_below(c, 2) ? rnd_below(c, size + 1) : 0,
 		.max_threads	= 1 + rnd_below(c, num_online_cpus() + 2),
-		.affinity	= rnd_below(c, MT_JOB_AFFINITY_BY_INDEX_STRICT + 1),
+		.affinity	= rnd_below(c, MTJOB_AFFINITY_BY_INDEX_STRICT + 1),
 		.node		= first_node(node_states[N_POSSIBLE]),
 		.node_of	= random_node_of,
 		.gfp		= rnd_below(c, 4) ? GFP_KERNEL : GFP_NOWAIT,
-		.name		= "mt_job_random_test",
+		.name		= "mtjob_random_test",
 	};
-	if (c->job.affinity == MT_JOB_AFFINITY_NODE) {
+	if (c->job.affinity == MTJOB_AFFINITY_NODE) {
 		int n = rnd_below(c, nr_node_ids);
 
 		if (node_possible(n))
@@ -162,7 +162,7 @@ static void random_job(struct random_ctx *c)
 static bool random_report(struct random_ctx *c, unsigned int n,
 			  const char *what, int ret)
 {
-	struct mt_job *j = &c->job;
+	struct mtjob *j = &c->job;
 
 	c->nr_bad++;
 	if (c->nr_reports >= RANDOM_REPORTS)
@@ -174,11 +174,11 @@ static bool random_report(struct random_ctx *c, unsigned int n,
 	return false;
 }
 
-/* Runs one job and checks every promise of mt_job_run(); false if broken. */
+/* Runs one job and checks every promise of mtjob_run(); false if broken. */
 static bool random_one(struct random_ctx *c, unsigned int n)
 {
-	struct mt_job *j = &c->job;
-	struct mt_job_report rep;
+	struct mtjob *j = &c->job;
+	struct mtjob_report rep;
 	unsigned long end, i, once = 0, more = 0;
 	bool injected;
 	unsigned int k;
@@ -192,7 +192,7 @@ static bool random_one(struct random_ctx *c, unsigned int n)
 	atomic_set(&c->active, 0);
 	atomic_set(&c->max_active, 0);
 
-	ret = mt_job_run_report(j, &rep);
+	ret = mtjob_run_report(j, &rep);
 	if (injected)
 		c->nr_failed_jobs++;
 	if (ret != (injected ? -EIO : 0))
@@ -232,8 +232,8 @@ static bool random_one(struct random_ctx *c, unsigned int n)
 	    (j->size && (rep.nr_threads < 1 || rep.nr_threads > j->max_threads)))
 		return random_report(c, n, "more threads than the cap", ret);
 	if (rep.nr_off_node > c->nr_chunks ||
-	    (rep.nr_off_node && (j->affinity == MT_JOB_AFFINITY_NONE ||
-				j->affinity == MT_JOB_AFFINITY_INTERLEAVE)))
+	    (rep.nr_off_node && (j->affinity == MTJOB_AFFINITY_NONE ||
+				j->affinity == MTJOB_AFFINITY_INTERLEAVE)))
 		return random_report(c, n, "chunks off a node they do not have",
 				     ret);
 	return true;
@@ -295,7 +295,7 @@ static void random_expect(struct kunit *test, struct random_ctx *c)
 }
 
 /* Random jobs one after another from the test thread. */
-static void mt_job_random_test_serial(struct kunit *test)
+static void mtjob_random_test_serial(struct kunit *test)
 {
 	struct random_ctx *c = random_ctx(test, 0, jobs);
 
@@ -314,7 +314,7 @@ static int random_thread(void *arg)
 }
 
 /* The same from eight kthreads at once, each with its own seed. */
-static void mt_job_random_test_concurrent(struct kunit *test)
+static void mtjob_random_test_concurrent(struct kunit *test)
 {
 	struct random_ctx *c[RANDOM_KTHREADS];
 	struct task_struct *t;
@@ -326,7 +326,7 @@ static void mt_job_random_test_concurrent(struct kunit *test)
 	for (k = 0; k < RANDOM_KTHREADS; k++)
 		c[k] = random_ctx(test, k + 1, jobs / RANDOM_KTHREADS);
 	for (k = 0; k < RANDOM_KTHREADS; k++) {
-		t = kthread_run(random_thread, c[k], "mt_job_random/%d", k);
+		t = kthread_run(random_thread, c[k], "mtjob_random/%d", k);
 		if (IS_ERR(t)) {
 			/* Those started hold pointers into this test: wait. */
 			while (k--)
@@ -341,18 +341,18 @@ static void mt_job_random_test_concurrent(struct kunit *test)
 	}
 }
 
-static struct kunit_case mt_job_random_test_cases[] = {
-	KUNIT_CASE_SLOW(mt_job_random_test_serial),
-	KUNIT_CASE_SLOW(mt_job_random_test_concurrent),
+static struct kunit_case mtjob_random_test_cases[] = {
+	KUNIT_CASE_SLOW(mtjob_random_test_serial),
+	KUNIT_CASE_SLOW(mtjob_random_test_concurrent),
 	{}
 };
 
-static struct kunit_suite mt_job_random_test_suite = {
-	.name = "mt_job_random",
-	.test_cases = mt_job_random_test_cases,
+static struct kunit_suite mtjob_random_test_suite = {
+	.name = "mtjob_random",
+	.test_cases = mtjob_random_test_cases,
 };
 
-kunit_test_suite(mt_job_random_test_suite);
+kunit_test_suite(mtjob_random_test_suite);
 
-MODULE_DESCRIPTION("Randomized KUnit tests of mt_job_run()");
+MODULE_DESCRIPTION("Randomized KUnit tests of mtjob_run()");
 MODULE_LICENSE("GPL");

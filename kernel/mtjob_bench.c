@@ -1,20 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Boot-time benchmark of mt_job_run() against padata_do_multithreaded()
- * (CONFIG_MT_JOB_BENCH).  Booted with "mt_job_bench.run=1", a late initcall
+ * Boot-time benchmark of mtjob_run() against padata_do_multithreaded()
+ * (CONFIG_MTJOB_BENCH).  Booted with "mtjob_bench.run=1", a late initcall
  * (init memory, hence padata's multithreaded code, is still there) runs the
  * same jobs on both engines, alternating, and prints one line per point:
  *
- *   mt_job_bench: fn=F aff=A cap=C size=N reps=R
+ *   mtjob_bench: fn=F aff=A cap=C size=N reps=R
  *	rust_ns=MED/MIN/MAX padata_ns=MED/MIN/MAX rust/padata=X.XXX
  *	rust_threads=T padata_threads=P
  *
  * F is "noop" (a chunk function that returns at once: the engines' own cost)
  * or "write" (64 bytes written per index into its own slot of a buffer on
  * the index's node, mapped with huge pages where it can be: the shape of
- * struct page init in a vmemmap).  A is "none" (mt_job
- * MT_JOB_AFFINITY_NONE against padata without numa_aware) or "node"
- * (MT_JOB_AFFINITY_BY_INDEX, the range cut evenly over the nodes with
+ * struct page init in a vmemmap).  A is "none" (mtjob
+ * MTJOB_AFFINITY_NONE against padata without numa_aware) or "node"
+ * (MTJOB_AFFINITY_BY_INDEX, the range cut evenly over the nodes with
  * memory, against padata's numa_aware).  C is the thread cap, caller
  * included: 1, 2 and the online CPUs.  Times are per job, in ns
  * (ktime_get_ns()), over R repetitions per engine; T is the fewest-most
@@ -22,14 +22,14 @@
  * P the threads padata was asked for (it does not say how many started).
  *
  * Both engines get the same job: align 1, min_chunk 1, start 0; the Rust
- * engine through mt_job_run(), as callers reach it, padata directly.  A
- * boot-time "mt_job.max_threads=" cap would apply to the Rust engine only:
+ * engine through mtjob_run(), as callers reach it, padata directly.  A
+ * boot-time "mtjob.max_threads=" cap would apply to the Rust engine only:
  * do not boot the benchmark with it.  Run it on a kernel without lockdep and
  * debug objects (make bench-engine builds one): both cost the engines
  * unequally.
  */
 
-#define pr_fmt(fmt) "mt_job_bench: " fmt
+#define pr_fmt(fmt) "mtjob_bench: " fmt
 
 #include <linux/bits.h>
 #include <linux/init.h>
@@ -39,7 +39,7 @@
 #include <linux/math64.h>
 #include <linux/minmax.h>
 #include <linux/moduleparam.h>
-#include <linux/mt_job.h>
+#include <linux/mtjob.h>
 #include <linux/nodemask.h>
 #include <linux/padata.h>
 #include <linux/pgtable.h>
@@ -147,7 +147,7 @@ struct bench_point {
 static int __init bench_one_rust(struct bench *b, struct bench_point *p,
 				 u64 *ns)
 {
-	struct mt_job job = {
+	struct mtjob job = {
 		.thread_fn	= p->write ? bench_write : bench_noop,
 		.fn_arg		= b,
 		.start		= 0,
@@ -155,22 +155,22 @@ static int __init bench_one_rust(struct bench *b, struct bench_point *p,
 		.align		= 1,
 		.min_chunk	= 1,
 		.max_threads	= p->cap,
-		.affinity	= p->node ? MT_JOB_AFFINITY_BY_INDEX :
-					    MT_JOB_AFFINITY_NONE,
+		.affinity	= p->node ? MTJOB_AFFINITY_BY_INDEX :
+					    MTJOB_AFFINITY_NONE,
 		.node_of	= bench_node_of,
 		.gfp		= GFP_KERNEL,
-		.name		= "mt_job_bench",
+		.name		= "mtjob_bench",
 	};
-	struct mt_job_report report;
+	struct mtjob_report report;
 	u64 t0 = ktime_get_ns();
-	int ret = mt_job_run_report(&job, &report);
+	int ret = mtjob_run_report(&job, &report);
 
 	*ns = ktime_get_ns() - t0;
 	if (ret)
 		return ret;
-	if (report.engine != MT_JOB_ENGINE_RUST) {
-		pr_err("mt_job_run() used the %s engine: boot with mt_job.engine=rust\n",
-		       mt_job_engine_name(report.engine));
+	if (report.engine != MTJOB_ENGINE_RUST) {
+		pr_err("mtjob_run() used the %s engine: boot with mtjob.engine=rust\n",
+		       mtjob_engine_name(report.engine));
 		return -EINVAL;
 	}
 	p->rust_min_threads = min(p->rust_min_threads, report.nr_threads);
@@ -302,7 +302,7 @@ static void * __init bench_buffer(unsigned long bytes, int nid)
 				    nid, __builtin_return_address(0));
 }
 
-static int __init mt_job_bench_init(void)
+static int __init mtjob_bench_init(void)
 {
 	unsigned long bytes;
 	struct bench *b;
@@ -343,4 +343,4 @@ out:
 	kfree(b);
 	return ret;
 }
-late_initcall(mt_job_bench_init);
+late_initcall(mtjob_bench_init);

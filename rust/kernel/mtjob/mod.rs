@@ -6,7 +6,7 @@
 //! chunks that the calling thread and up to `max_threads - 1` helpers take from a shared cursor.
 //! Helpers are closures spawned on a [`workqueue::scope!`]: on `system_dfl_wq` (where padata
 //! queues its helpers since b6d02e0e41aa), or, when the job has a node [`Affinity`], on
-//! `mt_job_node`, an unbound workqueue with strict NUMA affinity, queued on their node.
+//! `mtjob_node`, an unbound workqueue with strict NUMA affinity, queued on their node.
 //! [`Job::run`] returns only after every helper has finished or was cancelled before it started,
 //! so the chunk function may borrow from the caller's stack; then
 //! the calling thread runs any chunk still left, so a job that returns `Ok` ran every index,
@@ -29,7 +29,7 @@
 //!   padata's `numa_aware` only chooses where a helper runs;
 //! - when helpers cannot be allocated the job runs with fewer of them, down to the caller alone.
 //!
-//! C header: [`include/linux/mt_job.h`](srctree/include/linux/mt_job.h)
+//! C header: [`include/linux/mtjob.h`](srctree/include/linux/mtjob.h)
 //!
 //! Each call site has a lock class of its own, made by [`new_job!`]: the helpers run under it and
 //! the wait for them acquires it, so lockdep reports a caller that waits while holding a lock its
@@ -39,7 +39,7 @@
 //!
 //! ```
 //! use core::num::NonZeroUsize;
-//! use kernel::mt_job::{new_job, Align};
+//! use kernel::mtjob::{new_job, Align};
 //! use kernel::sync::atomic::{Atomic, Relaxed};
 //!
 //! // Sum 0..100_000 in chunks that start on multiples of 64, with up to four threads.
@@ -84,14 +84,14 @@ use core::{
 
 mod plan;
 mod shared;
-#[cfg(CONFIG_RUST_MT_JOB_KUNIT_TEST)]
+#[cfg(CONFIG_RUST_MTJOB_KUNIT_TEST)]
 mod tests;
 
 use plan::{
     Plan,
     Segment, //
 };
-#[cfg(CONFIG_MT_JOB_KUNIT_TEST)]
+#[cfg(CONFIG_MTJOB_KUNIT_TEST)]
 #[doc(hidden)]
 pub use shared::fail_helper;
 pub use shared::prepare_node_workqueue;
@@ -103,7 +103,7 @@ use shared::Shared;
 /// # Examples
 ///
 /// ```
-/// use kernel::mt_job::new_job;
+/// use kernel::mtjob::new_job;
 ///
 /// let report = new_job!(0usize..64, "doc_job")?.run(|_| Ok(()))?;
 /// assert_eq!(report.chunks(), 1);
@@ -115,7 +115,7 @@ macro_rules! new_job {
         // A static, so that the name has one address however often the call site is inlined or
         // monomorphised: lockdep compares a class's names by address.
         static NAME: &$crate::str::CStr = $crate::optional_name!($($name)?);
-        $crate::mt_job::Job::new($range, NAME, $crate::static_lock_class!())
+        $crate::mtjob::Job::new($range, NAME, $crate::static_lock_class!())
     }};
 }
 pub use new_job;
@@ -143,7 +143,7 @@ fn on_node(node: NumaNode) -> bool {
 /// # Examples
 ///
 /// ```
-/// use kernel::mt_job::Index;
+/// use kernel::mtjob::Index;
 /// use kernel::page::Pfn;
 ///
 /// assert_eq!(Pfn::from_u64(Pfn::new(42).into_u64()), Pfn::new(42));
@@ -205,7 +205,7 @@ impl Index for Pfn {
 /// # Examples
 ///
 /// ```
-/// use kernel::mt_job::Align;
+/// use kernel::mtjob::Align;
 ///
 /// assert_eq!(Align::new(512)?.get(), 512);
 /// assert_eq!(Align::new(3), Err(EINVAL));
@@ -248,7 +248,7 @@ impl Align {
 /// ```
 /// use core::num::NonZeroUsize;
 /// use kernel::alloc::NumaNode;
-/// use kernel::mt_job::{new_job, Affinity};
+/// use kernel::mtjob::{new_job, Affinity};
 /// use kernel::page::Pfn;
 ///
 /// // Pretend the first half of the pfns is on the caller's node and the rest on another.
@@ -310,7 +310,7 @@ pub enum Affinity<'a, I> {
 ///
 /// ```
 /// use core::num::NonZeroUsize;
-/// use kernel::mt_job::new_job;
+/// use kernel::mtjob::new_job;
 ///
 /// // Two threads cut 1000 indices into 8 chunks of 125 (four chunks per thread, each at least
 /// // `min_chunk`), if there are two CPUs; one thread runs the range as one chunk.
@@ -384,7 +384,7 @@ impl<'a, I: Index> Job<'a, I> {
     /// # Examples
     ///
     /// ```
-    /// use kernel::mt_job::new_job;
+    /// use kernel::mtjob::new_job;
     ///
     /// assert!(new_job!(core::ops::Range { start: 10usize, end: 5 }).is_err());
     /// // An empty range is valid; the chunk function is never called.
@@ -422,7 +422,7 @@ impl<'a, I: Index> Job<'a, I> {
     ///
     /// ```
     /// use core::num::NonZeroUsize;
-    /// use kernel::mt_job::{new_job, Align};
+    /// use kernel::mtjob::{new_job, Align};
     /// use kernel::page::Pfn;
     /// use kernel::sync::{new_spinlock, Arc};
     ///
@@ -454,7 +454,7 @@ impl<'a, I: Index> Job<'a, I> {
     ///
     /// ```
     /// use core::num::NonZeroUsize;
-    /// use kernel::mt_job::new_job;
+    /// use kernel::mtjob::new_job;
     ///
     /// // 100 indices with a minimum of 40 cannot make more than 3 chunks.
     /// let eight = NonZeroUsize::new(8).ok_or(EINVAL)?;
@@ -481,7 +481,7 @@ impl<'a, I: Index> Job<'a, I> {
     /// ```
     /// use core::num::NonZeroUsize;
     /// use kernel::alloc::NumaNode;
-    /// use kernel::mt_job::{new_job, Affinity};
+    /// use kernel::mtjob::{new_job, Affinity};
     /// use kernel::sync::atomic::{Atomic, Relaxed};
     ///
     /// // Helpers go to the caller's node; the job uses no more threads than it has CPUs.
@@ -521,7 +521,7 @@ impl<'a, I: Index> Job<'a, I> {
     /// ```
     /// use core::num::NonZeroUsize;
     /// use kernel::alloc::flags::{GFP_NOWAIT, __GFP_NOWARN};
-    /// use kernel::mt_job::new_job;
+    /// use kernel::mtjob::new_job;
     ///
     /// let report = new_job!(0usize..64)?
     ///     .max_threads(NonZeroUsize::new(2).ok_or(EINVAL)?)
@@ -553,7 +553,7 @@ impl<'a, I: Index> Job<'a, I> {
     ///
     /// ```
     /// use core::num::NonZeroUsize;
-    /// use kernel::mt_job::new_job;
+    /// use kernel::mtjob::new_job;
     ///
     /// let two = NonZeroUsize::new(2).ok_or(EINVAL)?;
     /// let res = new_job!(0usize..1000)?.max_threads(two).min_chunk(100).run(|chunk| {
@@ -575,7 +575,7 @@ impl<'a, I: Index> Job<'a, I> {
     /// # Examples
     ///
     /// ```
-    /// use kernel::mt_job::new_job;
+    /// use kernel::mtjob::new_job;
     ///
     /// let (res, report) = new_job!(0usize..1000)?.min_chunk(100).run_and_report(|chunk| {
     ///     if chunk.contains(&450) { Err(EIO) } else { Ok(()) }

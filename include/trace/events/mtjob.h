@@ -1,30 +1,30 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 #undef TRACE_SYSTEM
-#define TRACE_SYSTEM mt_job
+#define TRACE_SYSTEM mtjob
 
-#if !defined(_TRACE_MT_JOB_H) || defined(TRACE_HEADER_MULTI_READ)
-#define _TRACE_MT_JOB_H
+#if !defined(_TRACE_MTJOB_H) || defined(TRACE_HEADER_MULTI_READ)
+#define _TRACE_MTJOB_H
 
-#include <linux/mt_job.h>
+#include <linux/mtjob.h>
 #include <linux/tracepoint.h>
 
 /**
- * mt_job_run - a job of mt_job_run() has run
+ * mtjob_run - a job of mtjob_run() has run
  * @job: the job
  * @report: how it ran
- * @caller: the function that called mt_job_run()
- * @ret: what mt_job_run() returns
+ * @caller: the function that called mtjob_run()
+ * @ret: what mtjob_run() returns
  * @duration_ns: from the checks to the return, in nanoseconds
  *
  * Not for jobs refused with -EINVAL: those did not run.
  */
-TRACE_EVENT(mt_job_run,
-	    TP_PROTO(const struct mt_job *job, const struct mt_job_report *report,
+TRACE_EVENT(mtjob_run,
+	    TP_PROTO(const struct mtjob *job, const struct mtjob_report *report,
 		     const char *caller, int ret, u64 duration_ns),
 	    TP_ARGS(job, report, caller, ret, duration_ns),
 	    TP_STRUCT__entry(__string(name, job->name ?: "")
 			     __string(caller, caller)
-			     __string(engine, mt_job_engine_name(report->engine))
+			     __string(engine, mtjob_engine_name(report->engine))
 			     __field(unsigned long, start)
 			     __field(unsigned long, size)
 			     __field(int, max_threads)
@@ -51,7 +51,7 @@ TRACE_EVENT(mt_job_run,
 		      __entry->duration_ns)
 );
 
-#endif /* _TRACE_MT_JOB_H */
+#endif /* _TRACE_MTJOB_H */
 
 /* This part must be outside protection */
 #include <trace/define_trace.h>

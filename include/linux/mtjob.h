@@ -3,39 +3,39 @@
  * Multithreaded jobs over index ranges: the successor of
  * padata_do_multithreaded() that may be used after boot and returns errors.
  *
- * The engine is written in Rust (rust/kernel/mt_job/, enabled by
- * CONFIG_MT_JOB_RUST); kernel/mt_job.c validates the job and selects it, the
- * padata engine (during boot only: the default without CONFIG_MT_JOB_RUST,
- * or "mt_job.engine=padata") or a serial loop.
+ * The engine is written in Rust (rust/kernel/mtjob/, enabled by
+ * CONFIG_MTJOB_RUST); kernel/mtjob.c validates the job and selects it, the
+ * padata engine (during boot only: the default without CONFIG_MTJOB_RUST,
+ * or "mtjob.engine=padata") or a serial loop.
  */
-#ifndef _LINUX_MT_JOB_H
-#define _LINUX_MT_JOB_H
+#ifndef _LINUX_MTJOB_H
+#define _LINUX_MTJOB_H
 
 #include <linux/gfp_types.h>
 #include <linux/lockdep_types.h>
 #include <linux/types.h>
 
 /**
- * enum mt_job_affinity - where the helpers of a job run
- * @MT_JOB_AFFINITY_NONE: helpers are queued with queue_work() on the unbound
+ * enum mtjob_affinity - where the helpers of a job run
+ * @MTJOB_AFFINITY_NONE: helpers are queued with queue_work() on the unbound
  *	workqueue, near the calling CPU.
- * @MT_JOB_AFFINITY_INTERLEAVE: helpers are spread round-robin over the nodes
+ * @MTJOB_AFFINITY_INTERLEAVE: helpers are spread round-robin over the nodes
  *	that have CPUs, as padata's numa_aware does.
- * @MT_JOB_AFFINITY_NODE: all helpers run on @mt_job.node; the calling thread
+ * @MTJOB_AFFINITY_NODE: all helpers run on @mtjob.node; the calling thread
  *	takes chunks while they run only when it runs on a CPU of that node
  *	(cpumask_of_node(); with numa=fake= a CPU is one of every emulated node
  *	of its physical node), the node has no CPU (N_CPU), or the job may not
- *	wait for helpers (@mt_job.gfp is %GFP_NOWAIT, or it runs from a work
+ *	wait for helpers (@mtjob.gfp is %GFP_NOWAIT, or it runs from a work
  *	item or with PF_MEMALLOC).
- * @MT_JOB_AFFINITY_BY_INDEX: @mt_job.node_of tells which node each index
+ * @MTJOB_AFFINITY_BY_INDEX: @mtjob.node_of tells which node each index
  *	lives on; helpers are queued on those nodes and take their own node's
  *	chunks first, then help with the others.
  *	The chunks of a node without CPUs belong to its nearest node with CPUs
  *	(numa_nearest_node() over N_CPU).
- * @MT_JOB_AFFINITY_BY_INDEX_STRICT: as %MT_JOB_AFFINITY_BY_INDEX, but the
+ * @MTJOB_AFFINITY_BY_INDEX_STRICT: as %MTJOB_AFFINITY_BY_INDEX, but the
  *	chunks of node N run only on a helper queued on node N or on the caller
  *	if numa_node_id() is N; chunks of nodes without a helper
- *	(@mt_job.max_threads below the number of nodes) run on the caller.  A
+ *	(@mtjob.max_threads below the number of nodes) run on the caller.  A
  *	caller on a node without chunks, when the threads suffice for a helper
  *	on each node of the chunks (all with CPUs), does not count as a thread
  *	and runs only what the helpers left.  A job of one thread is one chunk:
@@ -44,40 +44,40 @@
  * Whatever the affinity, once every helper has finished or was cancelled
  * before it started, the caller runs any chunk left, so placement is best
  * effort and a job never ends without running every index (unless a chunk
- * failed); &mt_job_report.nr_off_node counts the chunks that ran off their
+ * failed); &mtjob_report.nr_off_node counts the chunks that ran off their
  * node.
  */
-enum mt_job_affinity {
-	MT_JOB_AFFINITY_NONE,
-	MT_JOB_AFFINITY_INTERLEAVE,
-	MT_JOB_AFFINITY_NODE,
-	MT_JOB_AFFINITY_BY_INDEX,
-	MT_JOB_AFFINITY_BY_INDEX_STRICT,
+enum mtjob_affinity {
+	MTJOB_AFFINITY_NONE,
+	MTJOB_AFFINITY_INTERLEAVE,
+	MTJOB_AFFINITY_NODE,
+	MTJOB_AFFINITY_BY_INDEX,
+	MTJOB_AFFINITY_BY_INDEX_STRICT,
 };
 
 /**
- * enum mt_job_engine - which engine ran a job
- * @MT_JOB_ENGINE_SERIAL: the calling thread alone, in one call; also what
- *	&mt_job_report.engine says of a job refused with -EINVAL, which ran
+ * enum mtjob_engine - which engine ran a job
+ * @MTJOB_ENGINE_SERIAL: the calling thread alone, in one call; also what
+ *	&mtjob_report.engine says of a job refused with -EINVAL, which ran
  *	nowhere.
- * @MT_JOB_ENGINE_RUST: the Rust engine (kernel::mt_job).
- * @MT_JOB_ENGINE_PADATA: padata_do_multithreaded(), only while booting and
- *	only for jobs that may wait (@mt_job.gfp is %GFP_KERNEL).
+ * @MTJOB_ENGINE_RUST: the Rust engine (kernel::mtjob).
+ * @MTJOB_ENGINE_PADATA: padata_do_multithreaded(), only while booting and
+ *	only for jobs that may wait (@mtjob.gfp is %GFP_KERNEL).
  */
-enum mt_job_engine {
-	MT_JOB_ENGINE_SERIAL,
-	MT_JOB_ENGINE_RUST,
-	MT_JOB_ENGINE_PADATA,
+enum mtjob_engine {
+	MTJOB_ENGINE_SERIAL,
+	MTJOB_ENGINE_RUST,
+	MTJOB_ENGINE_PADATA,
 };
 
 /**
- * struct mt_job - a multithreaded job over the half-open range
+ * struct mtjob - a multithreaded job over the half-open range
  *	[@start, @start + @size)
  * @thread_fn: called for each chunk [start, end) with @fn_arg, from the
  *	calling thread and from helpers at the same time; returns 0 or a
  *	negative errno (every engine treats a positive return as 0 and one
  *	below -MAX_ERRNO as -EINVAL).  The first error stops new chunks from
- *	being handed out and is returned by mt_job_run().  Runs in process
+ *	being handed out and is returned by mtjob_run().  Runs in process
  *	context and may sleep.
  * @fn_arg: argument of @thread_fn and @node_of.
  * @start: first index of the job (units are the caller's: pfns, pages, ...).
@@ -88,9 +88,9 @@ enum mt_job_engine {
  *	0 means no minimum.
  * @max_threads: upper bound on the threads working at once, the calling
  *	thread included (>= 1).  The Rust engine also caps it at the online
- *	CPUs, and "mt_job.max_threads=" caps every job.
- * @affinity: where the helpers run, see &enum mt_job_affinity.
- * @node: the node for %MT_JOB_AFFINITY_NODE.
+ *	CPUs, and "mtjob.max_threads=" caps every job.
+ * @affinity: where the helpers run, see &enum mtjob_affinity.
+ * @node: the node for %MTJOB_AFFINITY_NODE.
  * @node_of: for the by-index affinities, the node of an index: asked for
  *	the first index of each chunk, only by the calling thread, before any
  *	chunk runs; %NUMA_NO_NODE, or any node that is not possible, means none.
@@ -103,7 +103,7 @@ enum mt_job_engine {
  *	started: it cancels those and runs their chunks itself.
  * @name: a short name for reports and warnings.
  */
-struct mt_job {
+struct mtjob {
 	int (*thread_fn)(unsigned long start, unsigned long end, void *arg);
 	void *fn_arg;
 	unsigned long start;
@@ -111,7 +111,7 @@ struct mt_job {
 	unsigned long align;
 	unsigned long min_chunk;
 	int max_threads;
-	enum mt_job_affinity affinity;
+	enum mtjob_affinity affinity;
 	int node;
 	int (*node_of)(unsigned long index, void *arg);
 	gfp_t gfp;
@@ -119,33 +119,33 @@ struct mt_job {
 };
 
 /**
- * struct mt_job_report - how mt_job_run_report() ran a job
+ * struct mtjob_report - how mtjob_run_report() ran a job
  * @engine: the engine that ran the job.
  * @nr_threads: the threads that worked on the job: helpers that started,
  *	and the caller if it ran a chunk (Rust engine); padata does not say,
  *	so for it this is the threads it was asked for,
- *	min(max(&mt_job.size / max(&mt_job.min_chunk, &mt_job.align), 1),
- *	&mt_job.max_threads capped by "mt_job.max_threads="); 0 for an empty
+ *	min(max(&mtjob.size / max(&mtjob.min_chunk, &mtjob.align), 1),
+ *	&mtjob.max_threads capped by "mtjob.max_threads="); 0 for an empty
  *	job or one refused with -EINVAL.
- * @nr_off_node: chunks of a node (%MT_JOB_AFFINITY_NODE and the by-index
+ * @nr_off_node: chunks of a node (%MTJOB_AFFINITY_NODE and the by-index
  *	affinities) that started on a CPU not in that node's cpumask_of_node();
  *	0 for the padata and serial engines, which do not count them.  The
  *	chunks of a by-index node without CPUs count as its nearest node's.
  */
-struct mt_job_report {
-	enum mt_job_engine engine;
+struct mtjob_report {
+	enum mtjob_engine engine;
 	int nr_threads;
 	unsigned long nr_off_node;
 };
 
-int __mt_job_run(const struct mt_job *job, struct mt_job_report *report,
-		 struct lock_class_key *key, const char *class_name);
-const char *mt_job_engine_name(enum mt_job_engine engine);
-bool mt_job_may_use_helpers(gfp_t gfp);
+int __mtjob_run(const struct mtjob *job, struct mtjob_report *report,
+		struct lock_class_key *key, const char *class_name);
+const char *mtjob_engine_name(enum mtjob_engine engine);
+bool mtjob_may_use_helpers(gfp_t gfp);
 
 /**
- * mt_job_run() - run a multithreaded job and wait for it
- * @job: the job; see &struct mt_job.  It is not changed.
+ * mtjob_run() - run a multithreaded job and wait for it
+ * @job: the job; see &struct mtjob.  It is not changed.
  *
  * Splits [@job->start, @job->start + @job->size) into chunks and calls
  * @job->thread_fn on each, from the calling thread and from helpers on
@@ -163,25 +163,25 @@ bool mt_job_may_use_helpers(gfp_t gfp);
  * -EINVAL with nothing run when @job->thread_fn is NULL, @job->align is not a
  * power of two, @job->max_threads < 1, @job->start + @job->size overflows,
  * @job->affinity is unknown, @job->node is not a possible node for
- * %MT_JOB_AFFINITY_NODE, @job->node_of is NULL for a by-index affinity, or
+ * %MTJOB_AFFINITY_NODE, @job->node_of is NULL for a by-index affinity, or
  * @job->gfp is neither %GFP_KERNEL nor %GFP_NOWAIT.
  */
-#define mt_job_run(job)		mt_job_run_report(job, NULL)
+#define mtjob_run(job)		mtjob_run_report(job, NULL)
 
 /**
- * mt_job_run_report() - mt_job_run(), saying how the job ran
+ * mtjob_run_report() - mtjob_run(), saying how the job ran
  * @job: the job
  * @report: if not NULL, always set on return, also when a chunk failed;
- *	for a job refused with -EINVAL: %MT_JOB_ENGINE_SERIAL, no thread and
- *	no chunk.  See &struct mt_job_report.
+ *	for a job refused with -EINVAL: %MTJOB_ENGINE_SERIAL, no thread and
+ *	no chunk.  See &struct mtjob_report.
  *
- * Return: as mt_job_run().
+ * Return: as mtjob_run().
  */
-#define mt_job_run_report(job, report)					\
+#define mtjob_run_report(job, report)					\
 ({									\
-	static struct lock_class_key __mt_job_key;			\
+	static struct lock_class_key __mtjob_key;			\
 									\
-	__mt_job_run(job, report, &__mt_job_key, __func__);		\
+	__mtjob_run(job, report, &__mtjob_key, __func__);		\
 })
 
-#endif /* _LINUX_MT_JOB_H */
+#endif /* _LINUX_MTJOB_H */

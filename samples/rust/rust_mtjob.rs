@@ -2,7 +2,7 @@
 
 //! Rust multithreaded job sample.
 //!
-//! Runs three jobs of [`kernel::mt_job`] when loaded (at boot when built in) and prints one
+//! Runs three jobs of [`kernel::mtjob`] when loaded (at boot when built in) and prints one
 //! line for each:
 //!
 //! 1. fill a table of 65,536 squares, in chunks aligned to 64 entries and at least 1,024
@@ -12,14 +12,14 @@
 //! 3. a job in which the chunk holding entry 40,000 fails with `ENOSPC`: the error comes back,
 //!    and [`Job::run_and_report`] still reports what the job used.
 //!
-//! [`Job::run_and_report`]: kernel::mt_job::Job::run_and_report
+//! [`Job::run_and_report`]: kernel::mtjob::Job::run_and_report
 //!
-//! The last line is "rust_mt_job: all jobs ok"; any wrong result fails the load with `EINVAL`.
+//! The last line is "rust_mtjob: all jobs ok"; any wrong result fails the load with `EINVAL`.
 
 use core::num::NonZeroUsize;
 use kernel::{
     alloc::NumaNode,
-    mt_job::{
+    mtjob::{
         new_job,
         Affinity,
         Align, //
@@ -35,16 +35,16 @@ use kernel::{
 const ENTRIES: usize = 65536;
 
 module! {
-    type: RustMtJob,
-    name: "rust_mt_job",
+    type: RustMtjob,
+    name: "rust_mtjob",
     authors: ["Rust for Linux Contributors"],
     description: "Rust multithreaded job sample",
     license: "GPL",
 }
 
-struct RustMtJob;
+struct RustMtjob;
 
-impl kernel::Module for RustMtJob {
+impl kernel::Module for RustMtjob {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         // 512 KiB: kvmalloc, so that loading the module does not need an order-7 page.
         let mut table = KVVec::with_capacity(ENTRIES, GFP_KERNEL)?;
@@ -55,7 +55,7 @@ impl kernel::Module for RustMtJob {
 
         // Each chunk writes only its own entries; the closure borrows the table. `new_job!`
         // gives the job's helpers and join a lock class of this call site.
-        let report = new_job!(0..ENTRIES, "rust_mt_job_fill")?
+        let report = new_job!(0..ENTRIES, "rust_mtjob_fill")?
             .align(Align::new(64)?)
             .min_chunk(1024)
             .max_threads(four)
@@ -77,7 +77,7 @@ impl kernel::Module for RustMtJob {
         let there = NumaNode::next_with_cpus(Some(here)).unwrap_or(here);
         let node_of = |i: usize| Some(if i < ENTRIES / 2 { here } else { there });
         let sum = Atomic::new(0u64);
-        let report = new_job!(0..ENTRIES, "rust_mt_job_sum")?
+        let report = new_job!(0..ENTRIES, "rust_mtjob_sum")?
             .min_chunk(1024)
             .max_threads(four)
             .affinity(Affinity::ByIndex(&node_of))
@@ -105,7 +105,7 @@ impl kernel::Module for RustMtJob {
             return Err(EINVAL);
         }
 
-        let (res, report) = new_job!(0..ENTRIES, "rust_mt_job_fail")?
+        let (res, report) = new_job!(0..ENTRIES, "rust_mtjob_fail")?
             .min_chunk(1024)
             .max_threads(four)
             .run_and_report(|chunk| {
@@ -128,6 +128,6 @@ impl kernel::Module for RustMtJob {
         }
 
         pr_info!("all jobs ok\n");
-        Ok(RustMtJob)
+        Ok(RustMtjob)
     }
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! KUnit tests of [`kernel::mt_job`](crate::mt_job): random jobs checked against a model of what
+//! KUnit tests of [`kernel::mtjob`](crate::mtjob): random jobs checked against a model of what
 //! the engine promises, and errors.
 
 use super::{
@@ -88,7 +88,7 @@ fn random_job(rng: &mut Rng, nodes: &[NumaNode]) -> Result {
         outside: Atomic::new(0),
     };
     let chunks = Atomic::new(0usize);
-    let report = crate::new_job!(start..end, "mt_job_test_random")?
+    let report = crate::new_job!(start..end, "mtjob_test_random")?
         .align(align)
         .min_chunk(min_chunk)
         .max_threads(max_threads)
@@ -116,7 +116,7 @@ fn random_job(rng: &mut Rng, nodes: &[NumaNode]) -> Result {
 
     let fail = |what: &str| -> Result {
         pr_err!(
-            "mt_job_test: {}: {}..{} align {} min_chunk {} max_threads {}: {:?}\n",
+            "mtjob_test: {}: {}..{} align {} min_chunk {} max_threads {}: {:?}\n",
             what,
             start,
             end,
@@ -157,7 +157,7 @@ fn random_job(rng: &mut Rng, nodes: &[NumaNode]) -> Result {
     Ok(())
 }
 
-#[kunit_tests(rust_mt_job)]
+#[kunit_tests(rust_mtjob)]
 mod cases {
     use super::*;
 
