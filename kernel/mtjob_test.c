@@ -15,8 +15,8 @@
 #include <linux/kthread.h>
 #include <linux/limits.h>
 #include <linux/moduleparam.h>
-#include <linux/mutex.h>
 #include <linux/mtjob.h>
+#include <linux/mutex.h>
 #include <linux/nodemask.h>
 #include <linux/sched.h>
 #include <linux/sched/isolation.h>
