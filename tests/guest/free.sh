@@ -58,6 +58,8 @@ memfree() {
 	done
 	echo $mf_best
 }
+# The last case's MemFree after it (counted()); empty: none yet.
+mf_last=
 vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
 # Uptime in centiseconds, for the CASETIME lines.
 uptime_cs() { awk '{ printf "%d", $1 * 100 }' /proc/uptime; }
@@ -86,8 +88,11 @@ counted() {
 	local u0 u1 u2 u3
 	shift 9
 	u0=$(uptime_cs)
-	# What the previous case read after itself, when one ran: nothing in
-	# between changes memory, and a reading costs about 4.5 s under TCG.
+	# What the previous case read after itself, when one ran (a reading
+	# costs about 4.5 s under TCG): only sysctl writes, which allocate
+	# nothing, run between cases.  The readings still drift by a few
+	# 8 MiB steps, which the next case then carries; zap_cases starts
+	# afresh.  Never call this in a subshell: mf_last would not be set.
 	mf0=${mf_last:-$(memfree)}
 	u1=$(uptime_cs)
 	c0=$($fn)
@@ -356,6 +361,7 @@ zap_mix() {
 # make check within its hour.
 ZAP_LOW=65536
 zap_cases() {
+	mf_last=
 	echo "ZAPDEFAULT parallel_zap=$(cat $VM/parallel_zap)" \
 		"counters=$(zap_counters | awk '{ print $1 + $2 + $3 + $4 + $5 + $6 }')"
 	run_zap zap-default-off free_test exit 1200 0
