@@ -93,9 +93,13 @@ stage harness harness; count $?
 
 checkpatch() {
 	local patches f m rc=0
-	# The series as posted: one patch per logical change (series/series.conf).
+	# The series as posted: one patch per logical change (series/series.conf),
+	# and the cover letter with every patch number and code fact it states
+	# resolved against that series (series.py fails on one that does not).
 	python3 "$repo/scripts/series.py" --tree "$TREE" --out "$SERIES_OUT" ||
 		return 1
+	echo "cover letter: $(grep -oE '\{(patch[:+]|fact:)' \
+		"$repo/series/cover-letter.txt" | wc -l) patch numbers and facts resolved against the series"
 	patches=$(ls "$SERIES_OUT"/*.patch | grep -v /0000-)
 	# /usr/bin first: checkpatch runs spdxcheck.py with python3, which
 	# needs Debian's python3-ply and python3-git.  Nothing is ignored:

@@ -298,16 +298,110 @@ def build_series(tree, patches, outdir):
         "RFC PATCH", "-o", outdir, "base..series")
     cover = os.path.join(OVERLAY, "series", "cover-letter.txt")
     if os.path.exists(cover):
-        fill_cover(outdir, cover)
+        commits = git(tree, "rev-list", "--reverse", "base..series").split()
+
+        def added(k, fpath):
+            return [ln[1:] for ln in git(
+                tree, "show", "--format=", "-U0", commits[k], "--",
+                fpath).split("\n")
+                if ln.startswith("+") and not ln.startswith("+++")]
+        with open(cover) as f:
+            text = f.read()
+        text = resolve_cover(text, [p.title for p in patches], added,
+                             lambda rel: read_final(tree, rel), read_facts())
+        fill_cover(outdir, text)
     print(f"series: {len(patches)} patches in {outdir}")
 
 
-def fill_cover(outdir, cover):
-    """Put series/cover-letter.txt into format-patch's cover letter."""
+# The cover letter names no patch by number and states no fact of the code by
+# hand: series/cover-letter.txt says {patch:TITLE} (the one patch whose title
+# contains TITLE), {patch+FILE:REGEX} (the first patch that adds a line of
+# FILE matching REGEX) and {fact:NAME} (series/cover-facts.conf: NAME FILE
+# REGEX, the first group of REGEX's first match in FILE of the final tree,
+# or with 'count:REGEX' how many times it matches), and series.py writes the
+# numbers in.  A patch number written out, a title
+# that matches no patch or several, a line no patch adds or a fact the code
+# no longer states fails the series.
+REF = re.compile(r"\{(patch:|patch\+|fact:)([^{}]+)\}")
+LITERAL = re.compile(r"\bpatch(es)?\s+\d", re.I)
+
+
+def read_final(tree, rel):
+    """A file of the final TREE, or of the repository (tests/, scripts/)."""
+    path = os.path.join(tree, rel)
+    if not os.path.exists(path):
+        path = os.path.join(OVERLAY, rel)
+    with open(path) as f:
+        return f.read()
+
+
+def read_facts():
+    path = os.path.join(OVERLAY, "series", "cover-facts.conf")
+    facts = {}
+    if not os.path.exists(path):
+        return facts
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip() or line.startswith("#"):
+                continue
+            parts = line.split(None, 2)
+            if len(parts) < 3:
+                die(f"{path}:{n}: not 'NAME FILE REGEX': {line.strip()}")
+            facts[parts[0]] = (parts[1], parts[2].strip())
+    return facts
+
+
+def resolve_cover(text, titles, added, read, facts):
+    """Write patch numbers and facts into the cover letter TEXT.
+
+    TITLES are the patches' titles in order, ADDED(k, FILE) the lines patch
+    k (from 0) adds to FILE, READ(FILE) a file of the final tree, FACTS
+    {NAME: (FILE, REGEX)}.
+    """
+    for n, line in enumerate(text.split("\n"), 1):
+        m = LITERAL.search(REF.sub("", line))
+        if m:
+            die(f"cover letter line {n}: '{m.group(0)}...' is a patch number "
+                "written by hand: say {patch:TITLE} or {patch+FILE:REGEX}")
+
+    def one(m):
+        kind, arg = m.group(1), m.group(2)
+        if kind == "patch:":
+            hits = [k for k, t in enumerate(titles) if arg in t]
+            if len(hits) != 1:
+                die(f"cover letter: {{patch:{arg}}} matches {len(hits)} "
+                    "patch titles, not one")
+            return str(hits[0] + 1)
+        if kind == "patch+":
+            fpath, sep, rx = arg.partition(":")
+            if not sep:
+                die(f"cover letter: {{patch+{arg}}} is not FILE:REGEX")
+            for k in range(len(titles)):
+                if any(re.search(rx, ln) for ln in added(k, fpath)):
+                    return str(k + 1)
+            die(f"cover letter: no patch adds a line of {fpath} matching "
+                f"'{rx}'")
+        if arg not in facts:
+            die(f"cover letter: {{fact:{arg}}} is not in cover-facts.conf")
+        fpath, rx = facts[arg]
+        if rx.startswith("count:"):
+            n = len(re.findall(rx[len("count:"):], read(fpath), re.M))
+            if not n:
+                die(f"cover letter: fact {arg}: '{rx}' no longer matches "
+                    f"{fpath}")
+            return str(n)
+        fm = re.search(rx, read(fpath), re.M)
+        if not fm:
+            die(f"cover letter: fact {arg}: '{rx}' no longer matches {fpath}")
+        return fm.group(1)
+    return REF.sub(one, text)
+
+
+def fill_cover(outdir, text):
+    """Put the cover letter TEXT into format-patch's cover letter."""
     path = [os.path.join(outdir, f) for f in sorted(os.listdir(outdir))
             if f.startswith("0000-")][0]
-    with open(cover) as f:
-        title, _, body = f.read().partition("\n")
+    title, _, body = text.partition("\n")
     with open(path) as f:
         text = f.read()
     text = text.replace("*** SUBJECT HERE ***", title.strip())
