@@ -46,7 +46,7 @@ KMAKE = $(MAKE) -C $(TREE) O=$(KBUILD) LLVM=$(LLVM)
 
 .PHONY: all setup setup-if-needed base apply sync diff config kernel kernel-norust \
 	boottest-norust kernel-bench run check check-full \
-	kconfig-modversions kernel-modversions \
+	kconfig-modversions kernel-modversions boottest-modversions \
 	rustfmt series series-build bench-hugetlb bench-free bench-engine \
 	bench-deferred stress clean distclean help
 
@@ -148,7 +148,9 @@ kernel-bench: config
 # 7.3 only with GENDWARFKSYMS (so with DWARF debug info).  The test kernel's
 # configuration with those added must keep Rust, the Rust engine and the
 # parallel free: kconfig-modversions checks that (seconds, in make check);
-# kernel-modversions builds it (make check-full; gendwarfksyms needs libdw).
+# kernel-modversions builds it, with the Rust sample as a module, and
+# boottest-modversions boots it and loads the module (make check-full;
+# gendwarfksyms needs libdw).
 KBUILD_MODV := $(KBUILD)-modversions
 MODV_ON := MODULES MODVERSIONS DEBUG_INFO_DWARF5 GENDWARFKSYMS RUST \
 	MTJOB_RUST MMU_GATHER_PARALLEL_FREE
@@ -157,16 +159,18 @@ kconfig-modversions: config
 	@cp $(KBUILD)/.config $(KBUILD_MODV)/.config.new
 	@$(TREE)/scripts/config --file $(KBUILD_MODV)/.config.new \
 		-d DEBUG_INFO_NONE -d DEBUG_INFO_REDUCED -d DEBUG_INFO_SPLIT \
-		$(foreach o,$(MODV_ON),-e $(o))
+		$(foreach o,$(MODV_ON),-e $(o)) -m SAMPLE_RUST_MTJOB
 	@cp $(KBUILD_MODV)/.config.new $(KBUILD_MODV)/.config
 	@$(MAKE) -s -C $(TREE) O=$(KBUILD_MODV) LLVM=$(LLVM) olddefconfig
 	@missing=; for o in $(MODV_ON); do \
 		grep -q "^CONFIG_$$o=y" $(KBUILD_MODV)/.config || missing="$$missing $$o"; \
 	done; \
+	grep -q "^CONFIG_SAMPLE_RUST_MTJOB=m" $(KBUILD_MODV)/.config || \
+		missing="$$missing SAMPLE_RUST_MTJOB(=m)"; \
 	if [ -n "$$missing" ]; then \
 		echo "kconfig-modversions: with MODVERSIONS these are off:$$missing"; exit 1; \
 	fi; \
-	echo "kconfig-modversions: MODVERSIONS, GENDWARFKSYMS, RUST, MTJOB_RUST and MMU_GATHER_PARALLEL_FREE all on ($(KBUILD_MODV)/.config)"
+	echo "kconfig-modversions: MODVERSIONS, GENDWARFKSYMS, RUST, MTJOB_RUST and MMU_GATHER_PARALLEL_FREE all on, the Rust sample a module ($(KBUILD_MODV)/.config)"
 
 kernel-modversions: kconfig-modversions
 	@test -e /usr/include/elfutils/libdw.h || \
@@ -176,6 +180,12 @@ kernel-modversions: kconfig-modversions
 		> $(KBUILD_MODV).log 2>&1 || \
 		{ tail -n 40 $(KBUILD_MODV).log; echo "kernel-modversions: build failed"; exit 1; }
 	@echo "kernel-modversions: $(KBUILD_MODV)/arch/x86/boot/bzImage"
+
+# Boot the MODVERSIONS kernel: the init loads the Rust sample's module, whose
+# versioned imports of kernel::mtjob (CRCs from gendwarfksyms) must match.
+boottest-modversions: kernel-modversions
+	python3 scripts/guest.py boottest --kbuild $(KBUILD_MODV) --engines rust \
+		--logdir build/logs/modversions
 
 # Boot the kernel without Rust: deferred init and hugetlb on padata.
 boottest-norust: kernel-norust

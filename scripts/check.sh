@@ -320,6 +320,8 @@ norust() {
 if [ "$CHECK_FULL" = 1 ]; then
 	stage norust norust; count $?
 	stage kernel-modversions make -s -C "$repo" kernel-modversions; count $?
+	stage boottest-modversions make -s -C "$repo" boottest-modversions
+	count $?
 	stage series-build make -s -C "$repo" series-build SKIP_LAST=1; count $?
 fi
 finish

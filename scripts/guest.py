@@ -170,6 +170,11 @@ def build_mm_selftests(kbuild, outdir):
     return [(t, os.path.join(bindir, t)) for t in MM_SELFTESTS]
 
 
+# Modules the init loads (insmod, before anything else runs) where the kernel
+# was built with them as modules.
+MODULES = ("samples/rust/rust_mtjob.ko",)
+
+
 def make_initramfs(kbuild, out, mm_selftests=False):
     """Write the guest initramfs to OUT with the kernel's gen_init_cpio;
     with MM_SELFTESTS in /bin/mm if MM_SELFTESTS."""
@@ -184,6 +189,8 @@ def make_initramfs(kbuild, out, mm_selftests=False):
     progs = build_guest_programs(os.path.join(os.path.dirname(out), "guest"))
     spec = "\n".join([
         "dir /dev 0755 0 0",
+        "dir /lib 0755 0 0",
+        "dir /lib/modules 0755 0 0",
         "nod /dev/console 0600 0 0 c 5 1",
         "dir /proc 0755 0 0",
         "dir /sys 0755 0 0",
@@ -193,7 +200,12 @@ def make_initramfs(kbuild, out, mm_selftests=False):
         f"file /bin/busybox {BUSYBOX} 0755 0 0",
         "slink /bin/sh busybox 0777 0 0",
         f"file /init {init} 0755 0 0",
-    ] + [f"file /bin/{name} {path} 0755 0 0" for name, path in progs] + (
+    ] + [f"file /bin/{name} {path} 0755 0 0" for name, path in progs] + [
+        # A kernel with modules (kernel-modversions) built the Rust sample
+        # as one: the init loads it.
+        f"file /lib/modules/{os.path.basename(ko)} {ko} 0644 0 0"
+        for ko in [os.path.join(kbuild, m) for m in MODULES]
+        if os.path.exists(ko)] + (
         ["dir /bin/mm 0755 0 0"] + [
             f"file /bin/mm/{name} {path} 0755 0 0" for name, path in
             build_mm_selftests(kbuild, os.path.join(
@@ -436,7 +448,7 @@ def cmd_boottest(args):
     check = Checks()
 
     res = {}
-    sample = kconfig(args, "SAMPLE_RUST_MTJOB") == "y"
+    sample = kconfig(args, "SAMPLE_RUST_MTJOB")
     kasan = kconfig(args, "KASAN") == "y"
     for engine in args.engines:
         r, log = boot(args, engine)
@@ -444,9 +456,17 @@ def cmd_boottest(args):
         res[engine] = r
         check(r["ok"], f"{engine}: guest booted to userspace and powered "
               f"off ({r['wall']:.1f} s; log {path})")
-        if sample:
-            # samples/rust/rust_mtjob.rs runs its jobs at boot: they use
-            # the Rust engine whatever mtjob.engine says.
+        if sample == "m":
+            # The init loads it; with MODVERSIONS its imports' CRCs must
+            # match vmlinux's (no "disagrees about version of symbol").
+            mod = re.findall(r"module rust_mtjob.*", log)
+            check("module rust_mtjob.ko loaded" in mod and
+                  "disagrees about version" not in log,
+                  f"{engine}: the Rust sample loaded as a module "
+                  f"({'; '.join(mod) or 'no module line'})")
+        if sample in ("y", "m"):
+            # samples/rust/rust_mtjob.rs runs its jobs at boot (or load):
+            # they use the Rust engine whatever mtjob.engine says.
             lines = re.findall(r"rust_mtjob: .*", log)
             check("rust_mtjob: all jobs ok" in lines and
                   not any("instead" in x for x in lines),
