@@ -270,6 +270,10 @@ def build_series(tree, patches, outdir):
                GIT_COMMITTER_EMAIL=email,
                GIT_AUTHOR_DATE="2026-11-21T00:00:00Z",
                GIT_COMMITTER_DATE="2026-11-21T00:00:00Z")
+    titles = [p.title for p in patches]
+    for p in patches:
+        p.body = resolve_cover(p.body, titles, None, None, {},
+                               f"changelog of '{p.title}'")
     git(tree, "read-tree", "base", env=env)
     parent = git(tree, "rev-parse", "base")
     for k, p in enumerate(patches):
@@ -304,7 +308,8 @@ def build_series(tree, patches, outdir):
             return [ln[1:] for ln in git(
                 tree, "show", "--format=", "-U0", commits[k], "--",
                 fpath).split("\n")
-                if ln.startswith("+") and not ln.startswith("+++")]
+                if ln.startswith("+") and
+                not re.match(r"\+\+\+ (b/|/dev/null)", ln)]
         with open(cover) as f:
             text = f.read()
         text = resolve_cover(text, [p.title for p in patches], added,
@@ -313,29 +318,34 @@ def build_series(tree, patches, outdir):
     print(f"series: {len(patches)} patches in {outdir}")
 
 
-# The cover letter names no patch by number and states no fact of the code by
-# hand: series/cover-letter.txt says {patch:TITLE} (the one patch whose title
-# contains TITLE), {patch+FILE:REGEX} (the first patch that adds a line of
-# FILE matching REGEX) and {fact:NAME} (series/cover-facts.conf: NAME FILE
-# REGEX, the first group of REGEX's first match in FILE of the final tree,
-# or with 'count:REGEX' how many times it matches), and series.py writes the
-# numbers in.  A patch number written out, a title
-# that matches no patch or several, a line no patch adds or a fact the code
-# no longer states fails the series.
+# The cover letter and the changelogs name no patch by number and the cover
+# letter states no fact of the code by hand: series/cover-letter.txt says
+# {patch:TITLE} (the one patch whose title contains TITLE), {patch+FILE:REGEX}
+# (the first patch that adds a line of FILE matching REGEX; neither may hold
+# a brace) and {fact:NAME} (series/cover-facts.conf: NAME FILE REGEX, the
+# group of REGEX's one match in FILE, or with 'count:REGEX' how many times it
+# matches; FILE of the final tree, or of the repository under TOOLING), and
+# series.py writes the numbers in; a changelog in series.conf says
+# {patch:TITLE}.  A patch number written out, a title that matches no patch
+# or several, a line no patch adds or a fact the code no longer states fails
+# the series.
 REF = re.compile(r"\{(patch:|patch\+|fact:)([^{}]+)\}")
-LITERAL = re.compile(r"\bpatch(es)?\s+\d", re.I)
+# "patch 3", "patches\n3-5", and a number joined to a reference: "{...} and 3".
+LITERAL = re.compile(r"\bpatch(?:es)?\s+\d|\x00\s*(?:,|-|and|or|to)\s*\d",
+                     re.I)
+TOOLING = ("scripts/", "tests/", "series/", "doc/")
 
 
 def read_final(tree, rel):
-    """A file of the final TREE, or of the repository (tests/, scripts/)."""
-    path = os.path.join(tree, rel)
-    if not os.path.exists(path):
-        path = os.path.join(OVERLAY, rel)
-    with open(path) as f:
+    """A file of the final TREE, or of the repository if under TOOLING."""
+    base = OVERLAY if rel.startswith(TOOLING) else tree
+    with open(os.path.join(base, rel)) as f:
         return f.read()
 
 
 def read_facts():
+    """{NAME: (FILE, REGEX)} of series/cover-facts.conf (whole-line comments
+    only: REGEX is the rest of the line)."""
     path = os.path.join(OVERLAY, "series", "cover-facts.conf")
     facts = {}
     if not os.path.exists(path):
@@ -347,53 +357,60 @@ def read_facts():
             parts = line.split(None, 2)
             if len(parts) < 3:
                 die(f"{path}:{n}: not 'NAME FILE REGEX': {line.strip()}")
+            if parts[0] in facts:
+                die(f"{path}:{n}: {parts[0]} defined twice")
             facts[parts[0]] = (parts[1], parts[2].strip())
     return facts
 
 
-def resolve_cover(text, titles, added, read, facts):
-    """Write patch numbers and facts into the cover letter TEXT.
+def resolve_cover(text, titles, added, read, facts, what="cover letter"):
+    """Write patch numbers and facts into TEXT (the cover letter, or with
+    ADDED None, READ None and FACTS {} a changelog: {patch:TITLE} only).
 
     TITLES are the patches' titles in order, ADDED(k, FILE) the lines patch
     k (from 0) adds to FILE, READ(FILE) a file of the final tree, FACTS
     {NAME: (FILE, REGEX)}.
     """
-    for n, line in enumerate(text.split("\n"), 1):
-        m = LITERAL.search(REF.sub("", line))
-        if m:
-            die(f"cover letter line {n}: '{m.group(0)}...' is a patch number "
-                "written by hand: say {patch:TITLE} or {patch+FILE:REGEX}")
+    bare = REF.sub("\x00", text)
+    m = LITERAL.search(bare)
+    if m:
+        n = bare[:m.start()].count("\n") + 1
+        die(f"{what} line {n}: '{m.group(0).replace(chr(0), '{...}')}' is a "
+            "patch number written by hand: say {patch:TITLE} or "
+            "{patch+FILE:REGEX}")
 
     def one(m):
         kind, arg = m.group(1), m.group(2)
         if kind == "patch:":
             hits = [k for k, t in enumerate(titles) if arg in t]
             if len(hits) != 1:
-                die(f"cover letter: {{patch:{arg}}} matches {len(hits)} "
+                die(f"{what}: {{patch:{arg}}} matches {len(hits)} "
                     "patch titles, not one")
             return str(hits[0] + 1)
+        if added is None:
+            die(f"{what}: {{{kind}{arg}}}: a changelog says {{patch:TITLE}} "
+                "only")
         if kind == "patch+":
             fpath, sep, rx = arg.partition(":")
             if not sep:
-                die(f"cover letter: {{patch+{arg}}} is not FILE:REGEX")
+                die(f"{what}: {{patch+{arg}}} is not FILE:REGEX")
             for k in range(len(titles)):
                 if any(re.search(rx, ln) for ln in added(k, fpath)):
                     return str(k + 1)
-            die(f"cover letter: no patch adds a line of {fpath} matching "
-                f"'{rx}'")
+            die(f"{what}: no patch adds a line of {fpath} matching '{rx}'")
         if arg not in facts:
-            die(f"cover letter: {{fact:{arg}}} is not in cover-facts.conf")
+            die(f"{what}: {{fact:{arg}}} is not in cover-facts.conf")
         fpath, rx = facts[arg]
         if rx.startswith("count:"):
             n = len(re.findall(rx[len("count:"):], read(fpath), re.M))
             if not n:
-                die(f"cover letter: fact {arg}: '{rx}' no longer matches "
-                    f"{fpath}")
+                die(f"{what}: fact {arg}: '{rx}' no longer matches {fpath}")
             return str(n)
-        fm = re.search(rx, read(fpath), re.M)
-        if not fm:
-            die(f"cover letter: fact {arg}: '{rx}' no longer matches {fpath}")
-        return fm.group(1)
+        found = list(re.finditer(rx, read(fpath), re.M))
+        if len(found) != 1 or found[0].re.groups != 1:
+            die(f"{what}: fact {arg}: '{rx}' must match {fpath} once, with "
+                f"one group (matches {len(found)} times)")
+        return found[0].group(1)
     return REF.sub(one, text)
 
 

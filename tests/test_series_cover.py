@@ -57,9 +57,25 @@ class ResolveCover(unittest.TestCase):
 
     def test_number_by_hand(self):
         for text in ("as patch 3 does", "Patches 1-3 and 10",
-                     "{patch:mtjob_run()} and patch 4"):
+                     "{patch:mtjob_run()} and patch 4", "the patch\n4",
+                     "patches {patch:kernel::mtjob}-{patch:mtjob_run()} "
+                     "and 3", "{patch:kernel::mtjob}-4"):
             with self.assertRaises(SystemExit, msg=text):
                 resolve(text)
+        self.assertEqual(resolve("patch {patch:kernel::mtjob} adds 2 types"),
+                         "patch 1 adds 2 types")
+
+    def test_changelog(self):
+        def changelog(text):
+            with contextlib.redirect_stderr(io.StringIO()):
+                return series.resolve_cover(text, TITLES, None, None, {},
+                                            "changelog")
+        self.assertEqual(changelog("before patch\n{patch:mtjob_run()}"),
+                         "before patch\n2")
+        for text in ("before patch\n2", "{patch+mm/a.c:helpers}",
+                     "{fact:helpers}"):
+            with self.assertRaises(SystemExit, msg=text):
+                changelog(text)
 
     def test_title_not_one(self):
         for text in ("{patch:mm:}", "{patch:no such title}"):
@@ -76,20 +92,42 @@ class ResolveCover(unittest.TestCase):
         with self.assertRaises(SystemExit):
             resolve("{fact:unknown}")
 
+    def test_fact_once_with_one_group(self):
+        twice = "#define HELPERS\t2\n#define HELPERS\t4\n"
+        with self.assertRaises(SystemExit):
+            resolve("{fact:helpers}", lambda n: twice)
+        with self.assertRaises(SystemExit):
+            with contextlib.redirect_stderr(io.StringIO()):
+                series.resolve_cover("{fact:x}", TITLES, added, files,
+                                     {"x": ("mm/a.c", r"^static int x;$")})
+
+    def test_tooling_files_from_the_repository(self):
+        with self.assertRaises(OSError):
+            series.read_final("/nonexistent", "mm/mmu_gather_parallel.c")
+        self.assertIn("def read_final",
+                      series.read_final("/nonexistent", "scripts/series.py"))
+
 
 class RealCover(unittest.TestCase):
-    """series/cover-letter.txt against series.conf and the overlay's files.
+    """series/cover-letter.txt and series.conf's changelogs, without a tree.
 
-    Without a kernel tree: a {patch+FILE:REGEX} only has to match a line the
-    overlay adds to FILE (which patch adds it is the checkpatch stage's
-    run), a fact is read from the overlay's own files.
+    A {patch+FILE:REGEX} resolves to the first patch that lists or claims
+    FILE in series.conf and whose overlay version of FILE has a matching
+    added line (an approximation: which patch adds the line in the real
+    series is the checkpatch stage's run of series.py); a fact is read from
+    the overlay's own files.
     """
 
     def test_resolves(self):
-        titles = [p.title for p in series.parse_conf(
-            os.path.join(REPO, "series", "series.conf"))]
+        patches = series.parse_conf(os.path.join(REPO, "series",
+                                                 "series.conf"))
+        titles = [p.title for p in patches]
 
         def overlay_added(k, fpath):
+            p = patches[k]
+            if (fpath not in p.files and
+                    not any(c[0] == fpath for c in p.claims)):
+                return []
             path = os.path.join(REPO, fpath)
             if os.path.exists(path):
                 with open(path) as f:
@@ -101,6 +139,8 @@ class RealCover(unittest.TestCase):
         def read(fpath):
             with open(os.path.join(REPO, fpath)) as f:
                 return f.read()
+        old = series.OVERLAY
+        self.addCleanup(setattr, series, "OVERLAY", old)
         series.OVERLAY = REPO
         with open(os.path.join(REPO, "series", "cover-letter.txt")) as f:
             text = f.read()
@@ -108,7 +148,14 @@ class RealCover(unittest.TestCase):
                                    series.read_facts())
         self.assertNotIn("{patch", out)
         self.assertNotIn("{fact:", out)
-        self.assertTrue(re.search(r"patches \d+-\d+", out))
+        numbers = [int(n) for n in re.findall(r"(?i)\bpatch(?:es)? (\d+)",
+                                              out)]
+        self.assertTrue(numbers)
+        self.assertTrue(all(1 <= n <= len(titles) for n in numbers))
+        for p in patches:
+            body = series.resolve_cover(p.body, titles, None, None, {},
+                                        p.title)
+            self.assertNotIn("{patch", body)
 
 
 if __name__ == "__main__":
