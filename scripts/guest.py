@@ -171,8 +171,25 @@ def build_mm_selftests(kbuild, outdir):
 
 
 # Modules the init loads (insmod, before anything else runs) where the kernel
-# was built with them as modules.
-MODULES = ("samples/rust/rust_mtjob.ko",)
+# was built with them as modules: {CONFIG symbol: the module in the build}.
+MODULES = {"SAMPLE_RUST_MTJOB": "samples/rust/rust_mtjob.ko"}
+
+
+def modules(kbuild):
+    """The MODULES KBUILD's .config builds as modules; a stale .ko left from
+    another configuration is not loaded."""
+    try:
+        with open(os.path.join(kbuild, ".config")) as f:
+            config = f.read()
+    except OSError:
+        return []
+    found = []
+    for sym, ko in MODULES.items():
+        if re.search(rf"^CONFIG_{sym}=m$", config, re.M):
+            if not os.path.exists(os.path.join(kbuild, ko)):
+                die(f"{kbuild}: CONFIG_{sym}=m but {ko} is not built")
+            found.append(ko)
+    return found
 
 
 def make_initramfs(kbuild, out, mm_selftests=False):
@@ -204,8 +221,7 @@ def make_initramfs(kbuild, out, mm_selftests=False):
         # A kernel with modules (kernel-modversions) built the Rust sample
         # as one: the init loads it.
         f"file /lib/modules/{os.path.basename(ko)} {ko} 0644 0 0"
-        for ko in [os.path.join(kbuild, m) for m in MODULES]
-        if os.path.exists(ko)] + (
+        for ko in [os.path.join(kbuild, m) for m in modules(kbuild)]] + (
         ["dir /bin/mm 0755 0 0"] + [
             f"file /bin/mm/{name} {path} 0755 0 0" for name, path in
             build_mm_selftests(kbuild, os.path.join(

@@ -296,11 +296,10 @@ def build_series(tree, patches, outdir):
                 git(tree, "hash-object", os.path.join(tree, rel))):
             die(f"the series does not add up to the overlay: {rel} differs "
                 "(run 'make apply' first?)")
-    shutil.rmtree(outdir, ignore_errors=True)
-    os.makedirs(outdir)
-    git(tree, "format-patch", "-q", "--cover-letter", "--subject-prefix",
-        "RFC PATCH", "-o", outdir, "base..series")
+    # The cover letter is resolved before the old series is removed: a
+    # reference that no longer resolves leaves no half-written series.
     cover = os.path.join(OVERLAY, "series", "cover-letter.txt")
+    text = None
     if os.path.exists(cover):
         commits = git(tree, "rev-list", "--reverse", "base..series").split()
 
@@ -314,6 +313,11 @@ def build_series(tree, patches, outdir):
             text = f.read()
         text = resolve_cover(text, [p.title for p in patches], added,
                              lambda rel: read_final(tree, rel), read_facts())
+    shutil.rmtree(outdir, ignore_errors=True)
+    os.makedirs(outdir)
+    git(tree, "format-patch", "-q", "--cover-letter", "--subject-prefix",
+        "RFC PATCH", "-o", outdir, "base..series")
+    if text is not None:
         fill_cover(outdir, text)
     print(f"series: {len(patches)} patches in {outdir}")
 
