@@ -44,6 +44,10 @@ class Patch:
 
 # Options a series.conf may set before its first [patch] ("option: NAME").
 OPTIONS = set()
+# The claims and interims that took a line: (patch index, path, regex).  One
+# that took none is stale (its regex no longer matches the code) and fails
+# the series, before a patch that lacks the line fails to build.
+USED = set()
 
 
 def parse_conf(path):
@@ -124,6 +128,7 @@ def assign_added(patches, path, owner, lines, before=None):
                 continue
         for i, start, end in claims:
             if until is None and start.search(line):
+                USED.add((i, path, start.pattern))
                 if end is not None:
                     back, until = cur, end
                     after_blank = prev is not None and prev.strip() == ""
@@ -205,6 +210,7 @@ def stage_contents(patches, tree, path, owner, final, base):
             for i, p in enumerate(patches[:k]):
                 for ipath, rx, repl in p.interims:
                     if ipath == path and rx.search(line):
+                        USED.add((i, path, rx.pattern))
                         pieces.append(([rx.sub(repl, line)], i, k - 1))
                         break
                 else:
@@ -262,6 +268,14 @@ def build_series(tree, patches, outdir):
             final = fh.read()
         base = overlay.base_content(tree, rel)
         stages[rel] = stage_contents(patches, tree, rel, own[rel], final, base)
+    stale = [f"'{p.title}': {f}: '{rx.pattern}'"
+             for k, p in enumerate(patches)
+             for f, rx in ([(f, start) for f, start, _ in p.claims] +
+                           [(f, rx) for f, rx, _ in p.interims])
+             if (k, f, rx.pattern) not in USED]
+    if stale:
+        die("claims or interims that take no line (their regex no longer "
+            "matches):\n  " + "\n  ".join(stale))
 
     index = os.path.join(tree, ".git", "series-index")
     name, email = identity()
