@@ -108,6 +108,25 @@ class ResolveCover(unittest.TestCase):
                       series.read_final("/nonexistent", "scripts/series.py"))
 
 
+class StaleClaims(unittest.TestCase):
+    """assign_added() records the claims that took a line; build_series()
+    fails on the others (a stale claim once left a call in the patch before
+    the one defining its function)."""
+
+    def test_used(self):
+        a, b = series.Patch("a"), series.Patch("b")
+        b.claims = [("mm/a.c", re.compile(r"^\thold\(tlb, pages\);$"), None),
+                    ("mm/a.c", re.compile(r"^\thold\(tlb, freeable\);$"),
+                     None)]
+        series.USED.clear()
+        self.addCleanup(series.USED.clear)
+        owners = series.assign_added([a, b], "mm/a.c", 0,
+                                     ["int x;\n", "\thold(tlb, freeable);\n"])
+        self.assertEqual(owners, [0, 1])
+        self.assertEqual(series.USED,
+                         {(1, "mm/a.c", r"^\thold\(tlb, freeable\);$")})
+
+
 class RealCover(unittest.TestCase):
     """series/cover-letter.txt and series.conf's changelogs, without a tree.
 
