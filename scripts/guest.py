@@ -178,14 +178,9 @@ MODULES = {"SAMPLE_RUST_MTJOB": "samples/rust/rust_mtjob.ko"}
 def modules(kbuild):
     """The MODULES KBUILD's .config builds as modules; a stale .ko left from
     another configuration is not loaded."""
-    try:
-        with open(os.path.join(kbuild, ".config")) as f:
-            config = f.read()
-    except OSError:
-        return []
     found = []
     for sym, ko in MODULES.items():
-        if re.search(rf"^CONFIG_{sym}=m$", config, re.M):
+        if kconfig_of(kbuild, sym) == "m":
             if not os.path.exists(os.path.join(kbuild, ko)):
                 die(f"{kbuild}: CONFIG_{sym}=m but {ko} is not built")
             found.append(ko)
@@ -450,14 +445,19 @@ class Checks:
         return 1 if self.failed else 0
 
 
-def kconfig(args, symbol):
-    """The value of CONFIG_SYMBOL in the kernel's .config, or None."""
+def kconfig_of(kbuild, symbol):
+    """The value of CONFIG_SYMBOL in KBUILD's .config, or None."""
     try:
-        with open(os.path.join(args.kbuild, ".config")) as f:
+        with open(os.path.join(kbuild, ".config")) as f:
             m = re.search(rf"^CONFIG_{symbol}=(.*)$", f.read(), re.M)
     except OSError:
         return None
     return m.group(1) if m else None
+
+
+def kconfig(args, symbol):
+    """The value of CONFIG_SYMBOL in the kernel's .config, or None."""
+    return kconfig_of(args.kbuild, symbol)
 
 
 def cmd_boottest(args):

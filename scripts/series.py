@@ -325,7 +325,7 @@ def build_series(tree, patches, outdir):
                 not re.match(r"\+\+\+ (b/|/dev/null)", ln)]
         with open(cover) as f:
             text = f.read()
-        text = resolve_cover(text, [p.title for p in patches], added,
+        text = resolve_cover(text, titles, added,
                              lambda rel: read_final(tree, rel), read_facts())
     shutil.rmtree(outdir, ignore_errors=True)
     os.makedirs(outdir)
