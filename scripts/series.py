@@ -521,7 +521,7 @@ def main():
         die("--first N needs --build and N >= 1")
     globals()["OVERLAY"] = os.path.abspath(args.overlay)
     patches = parse_conf(os.path.join(OVERLAY, "series", "series.conf"))
-    build_series(os.path.abspath(args.tree), patches, args.out)
+    build_series(os.path.abspath(args.tree), patches, os.path.abspath(args.out))
     if args.build:
         build_each(os.path.abspath(args.tree), os.path.abspath(args.build),
                    patches, args.llvm, args.config, args.skip_last,
