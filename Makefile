@@ -262,11 +262,14 @@ series: apply
 	@python3 scripts/series.py --tree $(TREE) --out $(SERIES_OUT)
 
 # SKIP_LAST=1 (make check, right after 'make kernel'): the last patch is the
-# overlay that $(KBUILD) holds, built with the same .config.
+# overlay that $(KBUILD) holds, built with the same .config.  FIRST=N and
+# LAST=N build only patches N.. and ..N (the build directory then holds the
+# last one built).
 series-build: config
 	@python3 scripts/series.py --tree $(TREE) --out $(SERIES_OUT) \
 		--build $(SERIES_KBUILD) --config $(KBUILD)/.config \
-		$(if $(filter 1,$(SKIP_LAST)),--skip-last)
+		$(if $(filter 1,$(SKIP_LAST)),--skip-last) \
+		$(if $(FIRST),--first $(FIRST)) $(if $(LAST),--last $(LAST))
 
 rustfmt: apply
 	@python3 scripts/overlay.py files --repo $(OVERLAY) | grep '[.]rs$$' | sed 's|^|$(TREE)/|' | \

@@ -445,8 +445,21 @@ def fill_cover(outdir, text):
         f.write(text)
 
 
+def build_end(n, first, last, skip_last):
+    """The last patch build_each() builds of a series of N: LAST if given,
+    else N, less the overlay with SKIP_LAST; at least FIRST."""
+    end = n - 1 if skip_last else n
+    if last is not None:
+        if last > n:
+            die(f"--last {last}: the series has {n} patches")
+        end = min(end, last)
+    if first > end:
+        die(f"--first {first}: no patch to build up to {end}")
+    return end
+
+
 def build_each(tree, kbuild, patches, llvm, config, skip_last=False,
-               first=1):
+               first=1, last=None):
     """Build every commit of the series in a separate work tree.
 
     Each build starts from CONFIG (the full series' .config) through
@@ -454,7 +467,8 @@ def build_each(tree, kbuild, patches, llvm, config, skip_last=False,
     earlier patch did not know it yet.  With SKIP_LAST the last commit, whose
     tree is the overlay (checked by build_series()), is not built again: the
     caller built the overlay with CONFIG.  Patches before FIRST are not
-    built (an earlier run built them; the build directory holds the last).
+    built (an earlier run built them; the build directory holds the last),
+    nor those after LAST.
     """
     with open(config) as f:
         full = f.read()
@@ -463,10 +477,11 @@ def build_each(tree, kbuild, patches, llvm, config, skip_last=False,
     if not os.path.isdir(wt):
         git(tree, "worktree", "add", "-f", "--detach", wt, "base")
     commits = git(tree, "rev-list", "--reverse", "base..series").split()
-    if skip_last:
+    end = build_end(len(commits), first, last, skip_last)
+    if skip_last and end == len(commits) - 1:
         print(f"series: patch {len(commits)} is the overlay, built as "
               f"{os.path.dirname(config)}: not built again")
-    for i, c in enumerate(commits[:-1] if skip_last else commits, 1):
+    for i, c in enumerate(commits[:end], 1):
         if i < first:
             continue
         git(wt, "checkout", "-q", "--detach", c)
@@ -486,10 +501,8 @@ def build_each(tree, kbuild, patches, llvm, config, skip_last=False,
         if res.returncode:
             sys.stdout.write(res.stdout[-3000:] + res.stderr[-3000:])
             die(f"patch {i} does not build")
-    last = len(commits) - 1 if skip_last else len(commits)
-    if first > 1:
-        print(f"series: patches {first}-{last} build (1-{first - 1}: "
-              "an earlier run)")
+    if first > 1 or (last is not None and last < len(commits)):
+        print(f"series: patches {first}-{end} of {len(commits)} build")
     else:
         print(f"series: all {len(commits)} patches build")
 
@@ -510,6 +523,8 @@ def main():
     ap.add_argument("--first", type=int, default=1, metavar="N",
                     help="with --build: start at patch N (an earlier run of "
                     "the same series built the ones before)")
+    ap.add_argument("--last", type=int, metavar="N",
+                    help="with --build: stop after patch N")
     ap.add_argument("--skip-last", action="store_true",
                     help="do not build the last patch (the overlay, which "
                     "the build directory of --config holds)")
@@ -519,13 +534,15 @@ def main():
     args = ap.parse_args()
     if args.first < 1 or (args.first > 1 and not args.build):
         die("--first N needs --build and N >= 1")
+    if args.last is not None and (args.last < args.first or not args.build):
+        die("--last N needs --build and N >= --first")
     globals()["OVERLAY"] = os.path.abspath(args.overlay)
     patches = parse_conf(os.path.join(OVERLAY, "series", "series.conf"))
     build_series(os.path.abspath(args.tree), patches, os.path.abspath(args.out))
     if args.build:
         build_each(os.path.abspath(args.tree), os.path.abspath(args.build),
                    patches, args.llvm, args.config, args.skip_last,
-                   args.first)
+                   args.first, args.last)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Unit tests of scripts/series.py's cover letter references.
+"""Unit tests of scripts/series.py's cover letter references (and of the
+range of patches its --build builds).
 
 make check runs them in its "harness" stage; its "checkpatch" stage
 resolves the cover letter against the series itself (series.py fails when a
@@ -125,6 +126,26 @@ class StaleClaims(unittest.TestCase):
         self.assertEqual(owners, [0, 1])
         self.assertEqual(series.USED,
                          {(1, "mm/a.c", r"^\thold\(tlb, freeable\);$")})
+
+
+class BuildRange(unittest.TestCase):
+    """build_end(): which patches --first, --last and --skip-last build."""
+
+    def end(self, *args):
+        with contextlib.redirect_stderr(io.StringIO()):
+            return series.build_end(*args)
+
+    def test_ranges(self):
+        self.assertEqual(self.end(28, 1, None, False), 28)
+        self.assertEqual(self.end(28, 1, None, True), 27)
+        self.assertEqual(self.end(28, 13, 16, True), 16)
+        self.assertEqual(self.end(28, 27, 28, True), 27)
+
+    def test_nothing_to_build(self):
+        for args in [(28, 28, None, True), (28, 1, 29, False),
+                     (28, 17, 16, False)]:
+            with self.assertRaises(SystemExit, msg=args):
+                self.end(*args)
 
 
 class RealCover(unittest.TestCase):
