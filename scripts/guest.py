@@ -48,10 +48,15 @@ FREECASE_RE = re.compile(
     r"^FREECASE (\S+) rc=(\d+) memfree_before=(\d+) memfree_after=(\d+) "
     r"pf=(-?\d+) pft=(-?\d+) pff=(-?\d+) png=(-?\d+) pnm=(-?\d+) "
     r"pnb=(-?\d+)(?: held=\d+)?$", re.M)
-TLB_TRACE_RE = re.compile(
-    r"^FREETRACE .* tlb_parallel_free: freeable=(\d+) gathered=(\d+) "
-    r"batches=(\d+) helpers=(\d+) threads=(-?\d+) held_ns=(\d+) "
-    r"free_ns=(\d+) helper_ns=(\d+)$", re.M)
+TLB_TRACE = (r" .* tlb_parallel_free: freeable=(\d+) gathered=(\d+) "
+             r"batches=(\d+) helpers=(\d+) threads=(-?\d+) held_ns=(\d+) "
+             r"free_ns=(\d+) helper_ns=(\d+)$")
+TLB_TRACE_RE = re.compile(r"^FREETRACE" + TLB_TRACE, re.M)
+TOGGLE_TRACE_RE = re.compile(r"^TOGGLETRACE" + TLB_TRACE, re.M)
+# Entries of a batch of struct mmu_gather: MAX_GATHER_BATCH on x86_64, 4 KiB
+# pages ((PAGE_SIZE - 16 bytes of header) / 8); the first batch, embedded in
+# the gather, has MMU_GATHER_BUNDLE (8).
+MAX_GATHER_BATCH = 510
 JOB_TRACE_RE = re.compile(
     r"^FREETRACE .* mtjob_run: name=mmu_gather caller=(\S+) engine=(\w+) "
     r"start=0 size=(\d+) max_threads=(\d+) threads=(\d+) off_node=(\d+) "
@@ -1038,6 +1043,25 @@ def free_trace_checks(check, log):
           f"({len(jobs)} events: {jobs[:2]})")
 
 
+def toggle_trace_checks(check, log):
+    """key-toggling's parallel flushes (TOGGLETRACE): its teardowns are of
+    small pages (free_test's THP off), one gathered page per batch entry, so
+    a flush's counts cannot exceed what its batches hold.  Counts carried
+    over a switch of the key (gathered while it was off, never reset, as
+    before 2026-11-24) would: a flush just after the key came back on would
+    go parallel with fewer pages than the threshold."""
+    flushes = [tuple(map(int, m)) for m in TOGGLE_TRACE_RE.findall(log)]
+    check(len(flushes) >= 1,
+          f"key-toggling: traced parallel flushes between switches "
+          f"({len(flushes)})")
+    over = [f for f in flushes
+            if not f[0] <= f[1] <= f[2] * MAX_GATHER_BATCH]
+    check(flushes and not over,
+          "key-toggling: no parallel flush counts more pages than its "
+          f"batches hold (freeable <= gathered <= batches x "
+          f"{MAX_GATHER_BATCH}; over: {over[:3]})")
+
+
 NODELOW_RE = re.compile(r"^NODELOW node=(\d+) huge=(\d+) free=(\d+) "
                         r"low=(\d+)$", re.M)
 NODELOW_AFTER_RE = re.compile(r"^NODELOW-AFTER node=(\d+) free=(\d+) "
@@ -1102,6 +1126,7 @@ def cmd_freetest(args):
     held_checks(check, log)
     held_sample_checks(check, log)
     node_low_checks(check, log)
+    toggle_trace_checks(check, log)
     mm_selftest_checks(check, log, args.quick)
     free_memory_checks(check, "", main_cases,
                        free_tolerance_kb(args))

@@ -216,7 +216,9 @@ oom_mid_teardown() {
 # parallel between switches: a gather grown (or counted as held back)
 # before a switch frees serially and shrinks back, its counts are not
 # carried over, and nr_parallel_free_held ends at 0 (checked on the
-# FREECASE line).
+# FREECASE line).  Run traced (TOGGLETRACE): no parallel flush counts more
+# pages than its batches hold, as one would with pages counted before a
+# switch (guest.py's toggle_trace_checks()).
 toggling() {
 	echo $LOWEST > $VM/parallel_free_threshold
 	rm -f /tmp/toggle-stop
@@ -254,8 +256,12 @@ on_busy_cpus() {
 }
 
 # traced COMMAND...: COMMAND with the tracepoints mmu_gather:tlb_parallel_free
-# and mtjob:mtjob_run on; what they recorded is printed as FREETRACE lines.
-traced() {
+# and mtjob:mtjob_run on; what they recorded is printed as FREETRACE lines
+# (traced_as TAG COMMAND...: as TAG lines).
+traced() { traced_as FREETRACE "$@"; }
+traced_as() {
+	tag=$1
+	shift
 	tr=/sys/kernel/tracing
 	mount -t tracefs nodev $tr 2>/dev/null
 	echo > $tr/trace
@@ -265,7 +271,7 @@ traced() {
 	rc=$?
 	echo 0 > $tr/events/mmu_gather/tlb_parallel_free/enable
 	echo 0 > $tr/events/mtjob/mtjob_run/enable
-	grep -v '^#' $tr/trace | sed 's/^/FREETRACE /'
+	grep -v '^#' $tr/trace | sed "s/^/$tag /"
 	return $rc
 }
 
@@ -719,7 +725,7 @@ test|quick)
 	run_case node-low node_low
 	full_case by-node-off with_sysctl parallel_free_by_node 0 free_test munmap 2048 0
 	run_case oom-mid-teardown oom_mid_teardown
-	run_case key-toggling toggling
+	run_case key-toggling traced_as TOGGLETRACE toggling
 	# 60 rounds of 96 MiB (24576 pages): two flushes at the lowest threshold
 	# each, plus a fork and exit every eighth round.
 	run_case lowest-threshold with_sysctl parallel_free_threshold $LOWEST free_test loop 60 96
@@ -735,6 +741,11 @@ isolcpus)
 oom)
 	echo 1 > $VM/parallel_free
 	run_case oom-mid-teardown oom_mid_teardown
+	;;
+toggling)
+	# The key-toggling case alone, as 'make check' runs it.
+	echo 1 > $VM/parallel_free
+	run_case key-toggling traced_as TOGGLETRACE toggling
 	;;
 faults)
 	echo 1 > $VM/parallel_free
