@@ -25,7 +25,10 @@
 # After each case and selftest, what it took (centiseconds of uptime), and
 # how much of that its memfree() readings took:
 #   CASETIME <name> total_cs=<cs> memfree_cs=<cs>
-# mttest.free=quick leaves out the cases run with full_case (below).
+# The cases run traced print what the tracepoints recorded as FREETRACE
+# (acct-parallel) and TOGGLETRACE (key-toggling) lines.
+# mttest.free=quick leaves out the cases run with full_case (below);
+# mttest.free=toggling runs key-toggling alone.
 # The benchmark prints BENCH lines; mttest.free=hotplug runs teardowns while
 # CPUs go offline and online and prints FREECASE hotplug ... cycles=<N>.
 
