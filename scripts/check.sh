@@ -99,7 +99,7 @@ covered() {
 		-f "$1" 2>/dev/null) | grep '(maintainer:' | grep -qv '(maintainer:THE REST)'
 }
 checkpatch() {
-	local patches f k n named rc=0
+	local patches f k commits mfile named rc=0
 	# The series as posted: one patch per logical change (series/series.conf),
 	# and the cover letter with every patch number and code fact it states
 	# resolved against that series (series.py fails on one that does not).
@@ -135,16 +135,20 @@ checkpatch() {
 	done
 	# A file a patch adds has a maintainer entry (not only THE REST's) in
 	# the MAINTAINERS of that patch: what answers its FILE_PATH_CHANGES.
-	n=$(echo "$patches" | wc -l)
+	commits=$(git -C "$TREE" rev-list --reverse base..series)
+	[ "$(echo "$commits" | wc -l)" = "$(echo "$patches" | wc -l)" ] ||
+		{ echo "the series branch and $SERIES_OUT differ in patches"; return 1; }
+	mfile=$(mktemp)
 	for p in $patches; do
 		k=$(basename "$p" | sed 's/-.*//; s/^0*//')
-		git -C "$TREE" show "series~$((n - k)):MAINTAINERS" > "$logs/MAINTAINERS.k" ||
+		git -C "$TREE" show "$(echo "$commits" | sed -n "${k}p"):MAINTAINERS" > "$mfile" ||
 			{ rc=1; continue; }
 		for f in $(awk '/^diff --git /{f=$4} /^new file mode/{sub("^b/","",f); print f}' "$p"); do
-			covered "$f" "$logs/MAINTAINERS.k" ||
+			covered "$f" "$mfile" ||
 				{ echo "${p##*/} adds $f, which its MAINTAINERS does not cover"; rc=1; }
 		done
 	done
+	rm -f "$mfile"
 	# get_maintainer.pl on every patch: a maintainer of an entry other than
 	# THE REST; then who the patches below must reach by name.
 	for p in $patches; do

@@ -133,6 +133,30 @@ class Held(unittest.TestCase):
         self.assertEqual(self.run_checks(guest.mm_selftest_checks, never), 1)
 
 
+class ToggleTrace(unittest.TestCase):
+    """key-toggling's traced flushes: counts within what the batches hold."""
+
+    LINE = ("TOGGLETRACE  free_test-91 [001] ..... 12.5: tlb_parallel_free: "
+            "freeable=%d gathered=%d batches=%d helpers=1 threads=2 "
+            "held_ns=5 free_ns=6 helper_ns=7\n")
+
+    def failed(self, log):
+        return Held.run_checks(self, guest.toggle_trace_checks, log)
+
+    def test_full_batches_pass(self):
+        # The largest flush seen: 21 full batches.
+        log = self.LINE % (10187, 10187, 21) + self.LINE % (9872, 9900, 37)
+        self.assertEqual(self.failed(log), 0)
+
+    def test_carried_count_fails(self):
+        # One page more than 21 batches hold; a count above gathered.
+        for log in (self.LINE % (10188, 10188, 21),
+                    self.LINE % (9700, 9690, 37),
+                    self.LINE.replace("TOGGLETRACE", "FREETRACE") % (
+                        10000, 10000, 21)):
+            self.assertGreaterEqual(self.failed(log), 1, log)
+
+
 class ZapCases(unittest.TestCase):
     """free.sh's zap_cases and guest.py's ZAP_CASES name the same cases and
     agree on which of them freetest --quick leaves out."""

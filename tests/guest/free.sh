@@ -746,7 +746,8 @@ oom)
 	run_case oom-mid-teardown oom_mid_teardown
 	;;
 toggling)
-	# The key-toggling case alone, as 'make check' runs it.
+	# The key-toggling case alone, as 'make check' runs it (guest.py
+	# freetest --only toggling).
 	echo 1 > $VM/parallel_free
 	run_case key-toggling traced_as TOGGLETRACE toggling
 	;;

@@ -129,7 +129,7 @@ impl OwnedQueue {
                 name.as_char_ptr(),
             )
         };
-        // INVARIANT: the workqueue was just allocated with `flags`; only `drop` destroys it.
+        // INVARIANT: the workqueue was just allocated with `flags`; nothing destroys it.
         Ok(Self(NonNull::new(wq).ok_or(ENOMEM)?, flags))
     }
 
