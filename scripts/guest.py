@@ -1108,31 +1108,62 @@ def case_times(log, slowest=6):
             "slowest: " + ", ".join(f"{n} {t:.0f} s" for n, t, _ in top))
 
 
-def freetest_toggling(args, check):
-    """freetest --only toggling: the key-toggling case alone, in a guest of
-    its own (mttest.free=toggling), with the checks make check gives it."""
-    args.timeout = max(args.timeout, 1200)
-    r, log = boot(args, "rust", "mttest.free=toggling")
-    path = save_log(args, "freetest-toggling.log", log)
-    check(r["ok"], f"toggling: the guest ran its case and powered off "
+FREE_COUNTERS = ("tlb_parallel_free", "threads", "fallback", "nogrow",
+                 "nogrow_memory", "nogrow_busy")
+# The isolcpus guest's case: CPU 1 of two is isolated from the scheduling
+# domains, and so out of the unbound workqueue cpumask: a 2 GiB munmap() on
+# CPU 0 finds no CPU for a helper, and is asked again at each flush.
+ISOLCPUS_CASE = (
+    "isolcpus=domain,1, 2 vCPUs: no helper reserved (none on the "
+    "isolated CPU), rounds without helpers, none refused for good",
+    lambda pf, pft, pff, png, pnm, pnb: pf == 0 and pff == 0
+    and pnb >= 1 and png == 0)
+
+
+def free_guest(check, args, gargs, mode):
+    """Boot GARGS's guest with mttest.free=MODE (free.sh runs that mode's
+    case): it powers off with a clean log, nr_parallel_free_held back at 0
+    and memory back after each case.  Returns the log and its FREECASE
+    lines."""
+    r, log = boot(gargs, "rust", f"mttest.free={mode}")
+    path = save_log(args, f"freetest-{mode}.log", log)
+    check(r["ok"], f"{mode}: the guest ran its case and powered off "
           f"({r['wall']:.1f} s; log {path})")
-    check(not r["bad"], "toggling: no BUG/WARNING/lockdep in the log"
+    check(not r["bad"], f"{mode}: no BUG/WARNING/lockdep in the log"
           + (f": {r['bad'][0]}" if r["bad"] else ""))
     cases = FREECASE_RE.findall(log)
-    held_checks(check, log, "toggling: ")
-    toggle_trace_checks(check, log)
-    free_memory_checks(check, "", cases, free_tolerance_kb(args))
+    held_checks(check, log, f"{mode}: ")
+    free_memory_checks(check, "", cases, free_tolerance_kb(gargs))
+    return log, cases
+
+
+def isolcpus_args(args):
+    iargs = copy.copy(args)
+    iargs.nodes, iargs.cpus, iargs.mem_gib = 1, 2, 4
+    iargs.append = f"{args.append} isolcpus=domain,1".strip()
+    return iargs
+
+
+def freetest_only(args, check):
+    """freetest --only MODE: one case in a guest of its own, with the checks
+    make check gives it (toggling: key-toggling, traced; isolcpus)."""
+    args.timeout = max(args.timeout, 1200)
+    if args.only == "toggling":
+        log, cases = free_guest(check, args, args, "toggling")
+        toggle_trace_checks(check, log)
+        expect = {"key-toggling": FREE_CASES["key-toggling"]}
+    else:
+        log, cases = free_guest(check, args, isolcpus_args(args), "isolcpus")
+        expect = {"isolcpus": ISOLCPUS_CASE}
     case_checks(check, {m[0]: tuple(map(int, m[1:])) for m in cases},
-                {"key-toggling": FREE_CASES["key-toggling"]}, (
-                    "tlb_parallel_free", "threads", "fallback", "nogrow",
-                    "nogrow_memory", "nogrow_busy"))
+                expect, FREE_COUNTERS)
     return check.finish("freetest")
 
 
 def cmd_freetest(args):
     check = Checks()
-    if args.only == "toggling":
-        return freetest_toggling(args, check)
+    if args.only:
+        return freetest_only(args, check)
     # One boot runs every case (25 minutes with --quick under TCG on 2
     # host cores before MemFree was read once between cases, 2026-11-27);
     # the mtjob engine after boot is always the Rust one.
@@ -1183,30 +1214,11 @@ def cmd_freetest(args):
     free_memory_checks(check, "", hot_cases,
                        free_tolerance_kb(hargs))
     cases["hotplug"] = ("parallel during hotplug", lambda pf, *_: pf >= 1)
-    # isolcpus: CPU 1 of two is isolated from the scheduling domains, and so
-    # out of the unbound workqueue cpumask: a 2 GiB munmap() on CPU 0 finds
-    # no CPU for a helper, and is asked again at each flush.
-    iargs = copy.copy(args)
-    iargs.nodes, iargs.cpus, iargs.mem_gib = 1, 2, 4
-    iargs.append = f"{args.append} isolcpus=domain,1".strip()
-    r, log = boot(iargs, "rust", "mttest.free=isolcpus")
-    path = save_log(args, "freetest-isolcpus.log", log)
-    check(r["ok"], f"isolcpus: the guest ran its case and powered off "
-          f"({r['wall']:.1f} s; log {path})")
-    check(not r["bad"], "isolcpus: no BUG/WARNING/lockdep in the log"
-          + (f": {r['bad'][0]}" if r["bad"] else ""))
-    iso_cases = FREECASE_RE.findall(log)
-    held_checks(check, log, "isolcpus: ")
+    # isolcpus: CPU 1 of two isolated (ISOLCPUS_CASE).
+    _, iso_cases = free_guest(check, args, isolcpus_args(args), "isolcpus")
     got.update({m[0]: tuple(map(int, m[1:])) for m in iso_cases})
-    free_memory_checks(check, "", iso_cases, free_tolerance_kb(iargs))
-    cases["isolcpus"] = (
-        "isolcpus=domain,1, 2 vCPUs: no helper reserved (none on the "
-        "isolated CPU), rounds without helpers, none refused for good",
-        lambda pf, pft, pff, png, pnm, pnb: pf == 0 and pff == 0
-        and pnb >= 1 and png == 0)
-    case_checks(check, got, cases, (
-        "tlb_parallel_free", "threads", "fallback", "nogrow",
-        "nogrow_memory", "nogrow_busy"))
+    cases["isolcpus"] = ISOLCPUS_CASE
+    case_checks(check, got, cases, FREE_COUNTERS)
     return check.finish("freetest")
 
 
@@ -1284,9 +1296,9 @@ def main():
                     "14 of the 19 zap cases (free.sh's full_case ones left "
                     "out), the mm selftests but MM_SELFTESTS_FULL_ONLY, and "
                     "half the hotplug time ('make check')")
-    ap.add_argument("--only", choices=("toggling",),
+    ap.add_argument("--only", choices=("toggling", "isolcpus"),
                     help="freetest: only this case, in a guest of its own "
-                    "(toggling: key-toggling)")
+                    "(toggling: key-toggling, traced)")
     ap.add_argument("--prealloc", action="store_true",
                     help="QEMU allocates and touches all guest memory before "
                     "the guest starts (memory-backend-ram prealloc=on), so "
