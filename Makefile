@@ -34,6 +34,16 @@ NODES   ?= 2
 REPEAT  ?= 3
 ENGINES ?= rust,padata,serial,rust:mtjob.max_threads=1
 APPEND  ?=
+# 'make run' and 'make bench-hugetlb' time what they boot: no more vCPUs than
+# the host has cores (min(4, nproc), a multiple of NODES, at least NODES),
+# unless CPUS= is given; make run boots each engine 5 times unless REPEAT=
+# is given, rust, padata and serial unless ENGINES= is.
+given = $(filter command line environment,$(origin $(1)))
+FAIR_CPUS = $(if $(call given,CPUS),$(CPUS),$(shell n=$$(nproc); \
+	c=$$(( n < 4 ? n : 4 )); c=$$(( c / $(NODES) * $(NODES) )); \
+	echo $$(( c < $(NODES) ? $(NODES) : c ))))
+RUN_REPEAT = $(if $(call given,REPEAT),$(REPEAT),5)
+RUN_ENGINES = $(if $(call given,ENGINES),$(ENGINES),rust,padata,serial)
 
 # The benchmarks' plots need matplotlib (Debian's python3-matplotlib, which
 # a pyenv or venv python3 earlier in PATH does not see): the first python3
@@ -53,7 +63,7 @@ KMAKE = $(MAKE) -C $(TREE) O=$(KBUILD) LLVM=$(LLVM)
 all: help
 
 help:
-	@echo "make run     build, boot the 2-node guest with each engine, report"
+	@echo "make run     build, boot the 2-node guest with each engine: deferred init, hugetlb, teardown, verdicts"
 	@echo "make check   build, lint (clippy, rustfmt, checkpatch), KUnit, boot tests (CI)"
 	@echo "make check-full  check, plus the kernel without Rust, the MODVERSIONS kernel, every free test, every patch built"
 	@echo "make setup   install the toolchain and packages (Debian 12, root)"
@@ -191,9 +201,21 @@ boottest-modversions: kernel-modversions
 boottest-norust: kernel-norust
 	python3 scripts/guest.py boottest --kbuild $(KBUILD_NORUST) --engines padata
 
-run: kernel
-	python3 scripts/guest.py run --mem $(MEM) --cpus $(CPUS) --nodes $(NODES) \
-		--repeat $(REPEAT) --engines $(ENGINES) --append "$(APPEND)"
+# The benchmark kernel (one build on a fresh machine), the fair guest
+# (FAIR_CPUS, memory preallocated when it fits), engines alternating; the
+# report, CSV and PNG in scripts/runreport.py.  TEARDOWN=0 and PLACEMENT=0
+# leave out the teardowns and the oversubscribed boots counting placement.
+TEARDOWN  ?= 1
+PLACEMENT ?= 1
+run: kernel-bench
+	@start=$$(date +%s); \
+	$(PYTHON_PLOT) scripts/guest.py run --kbuild $(KBUILD_BENCH) \
+		--mem $(MEM) --cpus $(FAIR_CPUS) --nodes $(NODES) \
+		--repeat $(RUN_REPEAT) --engines $(RUN_ENGINES) --append "$(APPEND)" \
+		--prealloc-auto $(if $(filter 0,$(TEARDOWN)),--no-teardown) \
+		$(if $(filter 0,$(PLACEMENT)),--no-placement); \
+	rc=$$?; echo "run: $$(( $$(date +%s) - start )) s after the kernel build"; \
+	exit $$rc
 
 check:
 	@bash scripts/check.sh
@@ -204,11 +226,12 @@ check:
 check-full:
 	@CHECK_FULL=1 bash scripts/check.sh
 
-# Boot-time hugetlb allocation time, 2M and 1G, per engine, REPEAT boots.
+# Boot-time hugetlb allocation time, 2M and 1G, per engine, REPEAT boots,
+# engines alternating, the job allowed every vCPU (hugepage_alloc_threads=).
 BENCH_ENGINES ?= rust,padata,rust:mtjob.max_threads=1
 bench-hugetlb: kernel-bench
 	$(PYTHON_PLOT) scripts/guest.py hugetlbbench --kbuild $(KBUILD_BENCH) \
-		--mem $(MEM) --cpus $(CPUS) --nodes $(NODES) --repeat $(REPEAT) \
+		--mem $(MEM) --cpus $(FAIR_CPUS) --nodes $(NODES) --repeat $(REPEAT) \
 		--engines $(BENCH_ENGINES) --prealloc
 
 # SIZES (MiB), MODES (off, by_node, interleave, by_node_1h, zap), THP (0, 1

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 """Boot the project's kernel in a QEMU NUMA guest and report or test.
 
-  guest.py run       boot once per engine (and repetition), print a report
+  guest.py run       boot each engine in turn, --repeat times: deferred init,
+                     boot-time hugetlb and teardowns side by side, with
+                     spreads and verdicts (scripts/runreport.py)
   guest.py boottest  boot with each engine and check that deferred struct page
                      init went through it with identical results
   guest.py hugetlbtest  boot-time hugetlb scenarios with each engine, checked
@@ -27,6 +29,7 @@ import time
 
 import benchplot
 import freebench
+import runreport
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUSYBOX = "/bin/busybox"
@@ -389,50 +392,9 @@ def save_log(args, name, log):
 
 
 def cmd_run(args):
-    results = {}
-    for engine in args.engines:
-        for i in range(args.repeat):
-            r, log = boot(args, engine)
-            save_log(args, f"run-{engine.replace(':', '-')}-{i}.log", log)
-            if not r["ok"]:
-                die(f"the {engine} guest did not finish; see "
-                    f"{args.logdir}/run-{engine.replace(':', '-')}-{i}.log")
-            results.setdefault(engine, []).append(r)
-
-    print(f"\nDeferred struct page init, {args.nodes} nodes, {args.cpus} "
-          f"vCPUs, {args.mem_gib} GiB, {args.repeat} boot(s) per engine "
-          "(TCG):")
-    w = max(8, *(len(e) for e in results))
-    print(f"{'engine':{w}} {'node':>4} {'pages':>9} {'grown':>6} {'threads':>7} "
-          f"{'median us':>10} {'min us':>8} {'max us':>8}")
-    for engine, runs in results.items():
-        for node in sorted(runs[0]["nodes"]):
-            us = [r["nodes"][node]["us"] for r in runs if node in r["nodes"]]
-            n = runs[0]["nodes"][node]
-            print(f"{engine:{w}} {node:>4} {n['pages']:>9} "
-                  f"{n['grown']:>6} {n['threads']:>7} {statistics.median(us):>10.0f} "
-                  f"{min(us):>8} {max(us):>8}")
-    print()
-    for engine, runs in results.items():
-        m = runs[0]["mem"]
-        print(f"{engine:{w}} MemTotal {m.get('MemTotal', '?')} kB, MemFree "
-              f"{m.get('MemFree', '?')} kB, boot {runs[0]['wall']:.1f} s "
-              "(wall, QEMU start to power-off)")
-    engines = list(results)
-    if len(engines) > 1:
-        base = results[engines[0]][0]
-        for e in engines[1:]:
-            other = results[e][0]
-            same_total = base["mem"].get("MemTotal") == other["mem"].get(
-                "MemTotal")
-            free_diff = abs(base["mem"].get("MemFree", 0) -
-                            other["mem"].get("MemFree", 0))
-            same_pages = deferred_total(base) == deferred_total(other)
-            print(f"{engines[0]} vs {e}: MemTotal "
-                  f"{'identical' if same_total else 'DIFFERS'}, MemFree "
-                  f"differs by {free_diff} kB, deferred pages per node "
-                  f"{'identical' if same_pages else 'DIFFER'}")
-    return 0
+    """make run: the three call sites per engine, side by side, with
+    spreads and verdicts (scripts/runreport.py)."""
+    return runreport.run(args, boot, save_log, kconfig)
 
 
 class Checks:
@@ -700,26 +662,32 @@ HUGETLB_BENCH = [
 
 
 def cmd_hugetlbbench(args):
-    """Boot-time hugetlb allocation time per engine, side by side."""
+    """Boot-time hugetlb allocation time per engine, side by side: the job
+    may use every vCPU (hugepage_alloc_threads=, by default a quarter of
+    the CPUs), engines alternate boot by boot."""
     rows = []
+    threads_param = f"hugepage_alloc_threads={args.cpus}"
     for label, params in HUGETLB_BENCH:
-        for engine in args.engines:
-            us, threads = [], set()
-            for i in range(args.repeat):
-                r, log = boot(args, engine,
-                              f"{params} mttest.notouch {HUGETLB_DEBUG}")
+        us = {e: [] for e in args.engines}
+        threads = {e: set() for e in args.engines}
+        for i in range(args.repeat):
+            for engine in runreport.engine_order(args.engines, i):
+                r, log = boot(args, engine, f"{params} {threads_param} "
+                              f"mttest.notouch {HUGETLB_DEBUG}")
                 tag = re.sub(r"[^A-Za-z0-9]+", "-", f"{engine}-{label}-{i}")
                 save_log(args, f"hugetlbbench-{tag}.log", log)
                 if not r["ok"] or not r["huge_report"]:
                     die(f"{engine} with {params} did not boot or report; "
                         f"see {args.logdir}")
-                us.append(int(r["huge_report"][-1][3]))
-                threads.add(int(r["huge_report"][-1][5]))
-            rows.append((label, engine, sorted(threads), us))
-            print(f"{label:18} {engine:26} {statistics.median(us):>9.0f} us",
-                  flush=True)
+                us[engine].append(int(r["huge_report"][-1][3]))
+                threads[engine].add(int(r["huge_report"][-1][5]))
+        for engine in args.engines:
+            rows.append((label, engine, sorted(threads[engine]), us[engine]))
+            print(f"{label:18} {engine:26} "
+                  f"{statistics.median(us[engine]):>9.0f} us", flush=True)
     print(f"\nHugeTLB boot allocation, {args.nodes} nodes, {args.cpus} vCPUs, "
-          f"{args.mem_gib} GiB, {args.repeat} boots each (TCG); for 1G pages "
+          f"{args.mem_gib} GiB, {args.repeat} boots each, engines alternating, "
+          f"{threads_param} (TCG); for 1G pages "
           "the time is the struct page init job (the pages themselves come "
           "from memblock, serially, earlier):")
     print(f"{'pages':18} {'engine':26} {'threads':>7} {'median us':>10} "
@@ -1305,8 +1273,18 @@ def main():
                     "the guest starts (memory-backend-ram prealloc=on), so "
                     "that the host's page faults are not in the guest's "
                     "timings (the benchmarks)")
+    ap.add_argument("--no-teardown", dest="teardown", action="store_false",
+                    help="run: no teardowns after the Rust engine's boots")
+    ap.add_argument("--no-placement", dest="placement", action="store_false",
+                    help="run: no boots of 2 vCPUs per node counting where "
+                    "helpers ran")
+    ap.add_argument("--prealloc-auto", action="store_true",
+                    help="--prealloc when the guest's memory is at most 80%% "
+                    "of the host's MemAvailable (make run)")
     ap.add_argument("--logdir", default=os.path.join(REPO, "build", "logs"))
     args = ap.parse_args()
+    if args.prealloc_auto:
+        args.prealloc = runreport.prealloc_fits(args.mem_gib)
     args.mem_opts = ",prealloc=on" if args.prealloc else ""
     args.engines = [e for e in args.engines.split(",") if e]
     for e in args.engines:

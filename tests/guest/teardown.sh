@@ -1,0 +1,75 @@
+#!/bin/sh
+# The teardown part of 'make run' (scripts/guest.py run, scripts/runreport.py),
+# run by the guest's init when the kernel command line has
+# mttest.teardown=MIB: the munmap() of MIB MiB of anonymous memory (THP off,
+# half on each node) with the parallel free off and on, and the exit of a
+# process holding as much with the parallel zap off and on
+# (tests/guest/free_test.c, as the free tests run it).  Each run prints
+#   TEARDOWN what=<munmap|exit> mode=<serial|parallel> mib=<MiB> us=<us> \
+#            rc=<free_test's exit code> <vmstat counter>=<delta> ...
+# with the /proc/vmstat deltas over the run of every counter in COUNTERS:
+# they show which path ran (a serial run counts nothing; a parallel one
+# counts its flushes or zaps and their threads).
+# mttest.teardown_reps=N runs each pair N times (default 1);
+# mttest.teardown_first=parallel runs the parallel mode of each pair first
+# (default serial first); the order flips every repetition.
+# Huge pages allocated at boot are given back first, so that they do not
+# take the memory the teardown maps.
+
+VM=/proc/sys/vm
+COUNTERS="tlb_parallel_free tlb_parallel_free_threads tlb_parallel_free_fallback
+	tlb_parallel_free_nogrow_busy parallel_zap parallel_zap_threads
+	parallel_zap_serial parallel_zap_busy parallel_zap_refused
+	parallel_zap_nomem"
+arg() { sed -n "s/.*[ ]$1=\([^ ]*\).*/\1/p" /proc/cmdline; }
+snap() { awk '{ printf "%s %s\n", $1, $2 }' /proc/vmstat; }
+deltas() {
+	# $1, $2: two snap outputs; print "name=delta" for COUNTERS.
+	for k in $COUNTERS; do
+		a=$(echo "$1" | awk -v k=$k '$1 == k { print $2 }')
+		b=$(echo "$2" | awk -v k=$k '$1 == k { print $2 }')
+		printf ' %s=%s' $k $((${b:-0} - ${a:-0}))
+	done
+}
+
+mib=$(arg mttest.teardown)
+reps=$(arg mttest.teardown_reps)
+first=$(arg mttest.teardown_first)
+for d in /sys/kernel/mm/hugepages/hugepages-*; do
+	[ -d "$d" ] && echo 0 > "$d/nr_hugepages"
+done
+echo "TEARDOWN-SETUP engine=$(cat /sys/module/mtjob/parameters/engine 2>/dev/null)" \
+	"free_threshold=$(cat $VM/parallel_free_threshold)" \
+	"zap_threshold=$(cat $VM/parallel_zap_threshold)" \
+	"free_max_helpers=$(cat $VM/parallel_free_max_helpers)" \
+	"zap_max_helpers=$(cat $VM/parallel_zap_max_helpers)"
+echo 0 > $VM/parallel_free
+echo 0 > $VM/parallel_zap
+order="serial parallel"
+[ "$first" = parallel ] && order="parallel serial"
+for i in $(seq "${reps:-1}"); do
+	for what in munmap exit; do
+		for mode in $order; do
+			p=0
+			[ $mode = parallel ] && p=1
+			if [ $what = munmap ]; then
+				echo $p > $VM/parallel_free
+			else
+				echo $p > $VM/parallel_zap
+			fi
+			s0=$(snap)
+			out=$(free_test $what "$mib" 0)
+			rc=$?
+			s1=$(snap)
+			echo 0 > $VM/parallel_free
+			echo 0 > $VM/parallel_zap
+			us=$(echo "$out" | sed -n 's/^FREE .* us=\([0-9]*\)$/\1/p')
+			echo "TEARDOWN what=$what mode=$mode mib=$mib us=${us:--1}" \
+				"rc=$rc$(deltas "$s0" "$s1")"
+		done
+	done
+	# The next repetition starts with the other mode.
+	set -- $order
+	order="$2 $1"
+done
+echo TEARDOWN-END
