@@ -13,84 +13,112 @@
  *
  * - When.  The exiting task's own mm (not the old mm exec() drops, nor one
  *   a kernel thread or process_mrelease() puts last), with at least
- *   vm.parallel_zap_threshold pages resident or swapped out (get_mm_rss()
- *   and MM_SWAPENTS, per-CPU counter sums read without folding; 1 GiB worth
- *   by default, the default of the parallel free), a task whose work
- *   kworkers may fairly do (sched_task_offload_allowed(): no real-time,
- *   SCHED_IDLE or niced-down policy, no CPU affinity or cgroup CPU
- *   restriction), not an OOM victim and not an mm the OOM reaper or
- *   process_mrelease() has queued or started (they are its second zapper
- *   already), and at least one other idle CPU of the unbound workqueue
- *   cpumask (sched_offload_idle_cpus()).  The helpers are reserved as with
- *   the parallel free: one per other idle CPU, at most
+ *   vm.parallel_zap_threshold pages resident or swapped out (the exact sums
+ *   of the mm's RSS and swap counters, as check_mm() reads them when the mm
+ *   is freed; 1 GiB worth by default, the default of the parallel free), a
+ *   task whose work kworkers may fairly do (sched_task_offload_allowed():
+ *   no real-time, SCHED_IDLE or niced-down policy, no CPU affinity or
+ *   cgroup CPU restriction), not an OOM victim and not an mm the OOM reaper
+ *   or process_mrelease() had queued or started when it was asked, and at
+ *   least one other idle CPU of the unbound workqueue cpumask
+ *   (sched_offload_idle_cpus()).  The helpers are reserved as with the
+ *   parallel free: one per other idle CPU, at most
  *   vm.parallel_zap_max_helpers for all exits together, and no more than
  *   the job has chunks of the minimum size for them.  Otherwise
  *   unmap_vmas() runs as upstream.  A task killed by a signal is not
  *   refused: nothing is held back here, the memory comes back sooner.
  *
- * - What.  The job's indices are PMD_SIZE blocks of address space, those
- *   that the VMAs helpers may zap touch, each block once: a block shared by
- *   two VMAs (neither ending on a PMD boundary) belongs to the first, and
- *   the thread that has it zaps both parts.  So no two threads share a page
- *   table of the last level, and no chunk boundary splits a PMD mapping.
- *   Chunk boundaries are block boundaries, so they split no PMD-mapped THP;
- *   PUD leaves exist only in the VMAs that stay on the caller.
+ * - What helpers zap.  Anonymous, shmem and page cache VMAs, with
+ *   userfaultfd and guard markers (dropped, as unmap_vmas() does), swap
+ *   entries, the zero page, KSM, mlocked and device-private folios.  The
+ *   caller keeps, and zaps after the join with exit_mmap()'s own gather
+ *   exactly as unmap_vmas() would: hugetlb (hugetlb_zap_begin() takes the
+ *   file's i_mmap_rwsem and the VMA lock for writing, and the range may
+ *   widen over shared PMDs); VM_PFNMAP, VM_MIXEDMAP and VM_IO (driver
+ *   memory, whose entries need no per-page work anyway, and whose PUD or
+ *   PMD leaves a block boundary would split); DAX (PUD leaves).  Which is
+ *   which is zap_parallel_vma_ok(), a function of vm_flags and vm_file
+ *   alone: neither changes while the mm has no users and the caller holds
+ *   mmap_read_lock(), so the plan, the helpers and the caller's tail all
+ *   take the same decision for a VMA, and every VMA is zapped by exactly
+ *   one of them.
  *
- * - Which VMAs stay on the caller, zapped after the join with exit_mmap()'s
- *   own gather, exactly as unmap_vmas() would: hugetlb (hugetlb_zap_begin()
- *   takes the file's i_mmap_rwsem and the VMA lock for writing, and the
- *   range may widen over shared PMDs); VM_PFNMAP, VM_MIXEDMAP and VM_IO
- *   (driver memory, whose entries need no per-page work anyway, and whose
- *   PUD or PMD leaves a block boundary would split); DAX (PUD leaves);
- *   anonymous VMAs without an anon_vma (never faulted: nothing to zap, and
- *   their blocks would only dilute the job).  The caller's gather gets no
- *   parallel free for them: hugetlb pages and pfn mappings are nothing it
- *   frees.  Anonymous, shmem and page cache VMAs go to helpers, with
- *   userfaultfd markers (dropped, as unmap_vmas() does), swap entries, KSM,
- *   mlocked and device-private folios.  The zap of an entry takes the page
- *   table lock, and for what it frees or unmaps the swap cluster, LRU and
- *   memcg locks, as the OOM reaper's concurrent zap of private mappings
- *   does; for shared file mappings it may also mark folios dirty
- *   (folio_mark_dirty(), which filesystems take from any task that unmaps
- *   or writes back) and defer their rmap removal to its own gather's
- *   flush, as munmap() does; a device-private folio's last reference goes
- *   to its pgmap's page_free(), which runs wherever a folio_put() does.
- *   uprobe_munmap() returns at once for an mm without users.  No vm_ops
- *   callback runs in a zap: ->close() runs later, in tear_down_vmas().
+ * - How the job is cut.  The job's indices are segments of address space,
+ *   [seg[i], seg[i + 1]), whose boundaries are multiples of PMD_SIZE: they
+ *   split no page table of the last level and no PMD-mapped THP (PUD
+ *   leaves exist only in VMAs the caller keeps), and a block shared by two
+ *   VMAs is zapped, both parts, by whoever has its segment.  The segments
+ *   cover, without gap or overlap, the span from the first VMA helpers may
+ *   zap to the end of the last, so that nothing in it depends on where the
+ *   boundaries fall.  Where they fall follows the work: the plan walks the
+ *   upper levels of the page tables of those VMAs (PGD to PMD, not the
+ *   PTEs), counts the populated PMD entries (page tables and PMD leaves),
+ *   and starts a new segment every @target of them, @target being the
+ *   smallest chunk's entries or the entries over ZAP_SEGS_MAX, whichever
+ *   is more.  So a sparse address space (a JVM or Go heap reservation, an
+ *   ASan shadow, 64 GiB reserved and 2 GiB touched in one corner) is cut
+ *   where its pages are, and every chunk carries a comparable share.  An
+ *   entry is a page table of up to PTRS_PER_PTE entries or one PMD leaf:
+ *   the walk's cost is one read per populated PMD entry, about a 512th of
+ *   the zap's.  The helpers find their VMAs in the maple tree (mt_find(),
+ *   under RCU; the VMAs themselves stay because the caller holds
+ *   mmap_read_lock() until every helper is done).
  *
- * - How.  Each chunk has its own tlb_gather_mmu_fullmm() gather and ends it
+ * - No reclaim for bookkeeping.  The only allocation is the segment table,
+ *   one page, with GFP_NOWAIT; when it fails the exit is serial
+ *   (vm.parallel_zap_nomem counts it).  The table cannot overflow, whatever
+ *   the number of VMAs: its entries are boundaries of the work, not VMAs.
+ *   The helpers' work items are GFP_NOWAIT too (struct mtjob.gfp): a
+ *   helper that has not started when the caller runs out of chunks is
+ *   cancelled, so on a loaded system the caller does the work alone.
+ *
+ * - TLB.  Each chunk has its own tlb_gather_mmu_fullmm() gather and ends it
  *   with tlb_finish_mmu(): its TLB flush precedes the free of its pages as
- *   in the serial path.  The mm's tlb_flush_pending counts every gather
- *   under way, exit_mmap()'s own among them, so each chunk's
- *   tlb_finish_mmu() takes itself for a nested gather and flushes the
- *   whole mm with freed_tables set: one flush per chunk (about four per
- *   thread) that a serial exit does not do, and on arm64 a broadcast TLBI
- *   per chunk where a fullmm exit issues none before free_pgtables().  A
- *   cost, bounded by the chunks, not a need: no CPU runs in a dying mm.
- *   The plan is an array of 24 bytes per VMA (kvmalloc(), without retrying
- *   reclaim).  The caller holds mmap_read_lock() for the whole job and
- *   waits for every helper before it unlocks (the helpers read VMAs it
- *   keeps stable); helpers take no mmap_lock.  Page tables are freed once,
- *   by the caller, in free_pgtables() after the join.  The mmu notifier
- *   range is started and ended by the caller around everything, as
- *   unmap_vmas() does.
+ *   in the serial path.  The gathers of a job run at the same time as one
+ *   another and as exit_mmap()'s own, so tlb_finish_mmu() would take each
+ *   for a nested gather and turn its last flush into a flush of the whole
+ *   mm with freed_tables set: a flush per chunk that a serial exit does
+ *   not do, and on arm64 a broadcast TLBI per chunk where a fullmm exit
+ *   issues none before free_pgtables().  The upgrade is for a zapper that
+ *   skips an entry another cleared and must not return before that
+ *   entry's flush (MADV_DONTNEED beside munmap()): a chunk's thread skips
+ *   no entry of another's (the segments are disjoint), frees only what it
+ *   cleared, after its own flush, and nothing waits for its return but the
+ *   job.  So a chunk's gather is marked (mmu_gather.exit_zap_chunk) and
+ *   keeps the last flush of a fullmm gather, exactly what each batch of
+ *   the serial exit gets: on arm64 none (the ASID is not reused before the
+ *   whole TLB is invalidated), on x86 flush_tlb_mm() without freed_tables
+ *   (lazy CPUs flush when they switch).  Page tables are freed once, by the
+ *   caller, in free_pgtables() after the join, and exit_mmap()'s own gather
+ *   keeps its upgrade.
+ *
+ * - The OOM reaper and process_mrelease().  The check above is a snapshot:
+ *   process_mrelease() may still start __oom_reap_task_mm() under its own
+ *   mmap_read_lock() while the job runs, as it may during a serial
+ *   unmap_vmas().  That concurrency is upstream's: the reaper zaps private
+ *   mappings with its own non-fullmm gather, takes the same page table
+ *   locks, skips what a helper cleared and keeps its own nested upgrade.
+ *   OOM victims are refused all the same: their helpers would be kworkers
+ *   woken on a system short of memory, to which the reaper already brings
+ *   a second thread.
  *
  * - The parallel free does not nest: each chunk's gather frees its own
- *   pages serially (it is marked refused), since the zap's threads already
- *   are the CPUs the free would have used, and a helper's gather may not
- *   have helpers anyway (kworkers are kernel threads).
+ *   pages serially, since the zap's threads already are the CPUs the free
+ *   would have used, and a helper's gather may not have helpers anyway
+ *   (kworkers are kernel threads).
  *
- * - Node affinity, where it is cheap to know: a VMA bound to one node
- *   (MPOL_BIND or MPOL_PREFERRED of one node, e.g. by mbind()) has its
- *   chunks zapped by a helper on that node (MTJOB_AFFINITY_BY_INDEX),
+ * - Node affinity, where it is cheap to know: a segment whose first VMA is
+ *   bound to one node (MPOL_BIND or MPOL_PREFERRED of one node, e.g. by
+ *   mbind()) is zapped by a helper on that node (MTJOB_AFFINITY_BY_INDEX),
  *   which takes that node's zone locks when it frees; with no such VMA the
  *   helpers have no affinity (MTJOB_AFFINITY_NONE).
  *
  * - The helpers' CPU time (task_sched_runtime() around their chunks) is
  *   charged to the caller's cgroups after the job (sched_account_offload()).
- *   The job is GFP_NOWAIT: a helper that has not started when the caller
- *   runs out of chunks is cancelled, so on a loaded system the caller does
- *   the work alone.
+ *   The mmu notifier range is started and ended by the caller around
+ *   everything, as unmap_vmas() does; no vm_ops callback runs in a zap
+ *   (->close() runs later, in tear_down_vmas()), and uprobe_munmap()
+ *   returns at once for an mm without users.
  */
 
 #include <linux/atomic.h>
@@ -122,17 +150,24 @@
 /* vm.parallel_zap_threshold: the default of vm.parallel_free_threshold. */
 #define ZAP_PARALLEL_DEFAULT_PAGES	(SZ_1G >> PAGE_SHIFT)
 /*
- * The smallest chunk at the default threshold, in blocks: 32 MiB of address
- * space (16 blocks of 2 MiB on x86-64 with 4 KiB pages; one block where
- * PMD_SIZE is larger), so that a chunk's gather, TLB flush and lookup cost
- * little next to its zap of up to 8192 entries.  A threshold lowered below
- * twice that shrinks it (zap_parallel_min_chunk()), trading that cost for
- * parallel zaps of smaller mms.  Not a constant everywhere: on powerpc
- * PMD_SIZE is known at boot.
+ * The smallest chunk at the default threshold, in populated PMD entries: 32
+ * MiB of page tables' reach (16 entries of 2 MiB on x86-64 with 4 KiB
+ * pages; one entry where PMD_SIZE is 32 MiB or more, such as arm64's 512
+ * MiB with 64 KiB pages), so that a chunk's gather, TLB flush and lookups
+ * cost little next to its zap of up to 8192 PTEs.  A threshold lowered
+ * below twice that shrinks it (zap_parallel_min_chunk()), trading that
+ * cost for parallel zaps of smaller mms.  Not a constant everywhere: on
+ * powerpc PMD_SIZE is known at boot.
  */
 #define ZAP_PARALLEL_MIN_CHUNK		max_t(unsigned long, SZ_32M / PMD_SIZE, 1)
 /* vm.parallel_zap_max_helpers: two per node with memory, as the free. */
 #define ZAP_PARALLEL_HELPERS_PER_NODE	2
+/*
+ * Segments at most: one page of boundaries (512 with 4 KiB pages), which
+ * is 128 chunks of four for each of 128 threads (mtjob's CHUNKS_PER_THREAD)
+ * before a segment must grow beyond the smallest chunk.
+ */
+#define ZAP_SEGS_MAX			(PAGE_SIZE / sizeof(unsigned long))
 
 /* Enabled while vm.parallel_zap is 1. */
 DEFINE_STATIC_KEY_FALSE(exit_mmap_zap_parallel_key);
@@ -143,49 +178,70 @@ static int sysctl_parallel_zap_max_helpers = ZAP_PARALLEL_HELPERS_PER_NODE;
 static DEFINE_MUTEX(zap_parallel_lock);
 
 /*
- * The smallest chunk for @threshold: ZAP_PARALLEL_MIN_CHUNK, or the blocks
- * of half the threshold's pages where that is less, down to one block, so
- * that an mm just above a threshold lowered below 64 MiB (as the tests
- * lower it) still has two chunks.
+ * The smallest chunk for @threshold, in populated PMD entries:
+ * ZAP_PARALLEL_MIN_CHUNK, or the entries of half the threshold's pages
+ * where that is less, down to one, so that an mm just above a threshold
+ * lowered below 64 MiB (as the tests lower it) still has two chunks.
  */
 static unsigned long zap_parallel_min_chunk(unsigned long threshold)
 {
-	unsigned long blocks = threshold / 2 / (PMD_SIZE >> PAGE_SHIFT);
+	unsigned long entries = threshold / 2 / (PMD_SIZE >> PAGE_SHIFT);
 
-	return clamp(blocks, 1UL, ZAP_PARALLEL_MIN_CHUNK);
+	return clamp(entries, 1UL, ZAP_PARALLEL_MIN_CHUNK);
+}
+
+/*
+ * A chunk's gather: no nested upgrade in tlb_finish_mmu() and no parallel
+ * free (top of this file).
+ */
+static void tlb_mark_exit_zap_chunk(struct mmu_gather *tlb)
+{
+	tlb->exit_zap_chunk = 1;
+#ifdef CONFIG_MMU_GATHER_PARALLEL_FREE
+	tlb->parallel_free_refused = 1;
+#endif
 }
 
 /* Helpers reserved by all exits, <= vm.parallel_zap_max_helpers. */
 static atomic_t zap_parallel_helpers = ATOMIC_INIT(0);
 
-/*
- * A VMA helpers may zap, and the blocks it owns: [@first, next run's @first)
- * of the job's indices, from address @base on.  A run may own no block, when
- * its VMA lies in the last block of the run before.
+/**
+ * struct zap_job - the plan of a parallel zap, and what it measured
+ * @mm: the dying mm
+ * @caller: the exiting task; the helpers' time is charged to it
+ * @seg: the segments' first addresses, PMD_SIZE aligned and increasing;
+ *	segment i is [@seg[i], @seg[i + 1]), the last ends at @end
+ * @nr_segs: the job's size, <= ZAP_SEGS_MAX
+ * @end: the end of the last segment, PMD_SIZE aligned
+ * @seen: the end of the last block counted, while planning
+ * @target: populated PMD entries a segment has before the next starts
+ * @entries: populated PMD entries under the VMAs helpers may zap
+ * @nr_vmas: those VMAs
+ * @helper_ns: the helpers' CPU time in chunks
+ * @caller_ns: the caller's CPU time in chunks, which only the caller writes
  */
-struct zap_run {
-	struct vm_area_struct *vma;
-	unsigned long first;
-	unsigned long base;
-};
-
 struct zap_job {
 	struct mm_struct *mm;
-	/* The exiting task: the helpers' time is charged to it. */
 	struct task_struct *caller;
-	struct zap_run *runs;
-	unsigned int nr_runs;
-	/* Blocks in all: the job's size. */
-	unsigned long nr_blocks;
+	unsigned long *seg;
+	unsigned long nr_segs;
+	unsigned long end;
+	unsigned long seen;
+	unsigned long target;
+	unsigned long entries;
+	unsigned int nr_vmas;
 	atomic64_t helper_ns;
+	u64 caller_ns;
 };
 
-/* May helpers zap this VMA?  See the top of this file. */
+/*
+ * May helpers zap this VMA?  See the top of this file: vm_flags and vm_file
+ * only, which do not change under the caller's mmap_read_lock() in a dying
+ * mm.
+ */
 static bool zap_parallel_vma_ok(struct vm_area_struct *vma)
 {
 	if (vma->vm_flags & (VM_HUGETLB | VM_PFNMAP | VM_MIXEDMAP | VM_IO))
-		return false;
-	if (vma_is_anonymous(vma) && !vma->anon_vma)
 		return false;
 	return !vma_is_dax(vma);
 }
@@ -197,7 +253,11 @@ static bool zap_parallel_allowed(struct mm_struct *mm)
 	if (current->flags & PF_KTHREAD || current->mm ||
 	    !(current->flags & PF_EXITING) || current->active_mm != mm)
 		return false;
-	/* The OOM reaper or process_mrelease() zaps it, or is about to. */
+	/*
+	 * OOM victims are left to the reaper (top of this file).  A reaper
+	 * that starts after this check zaps beside the job, as it would beside
+	 * unmap_vmas().
+	 */
 	if (tsk_is_oom_victim(current) ||
 	    mm_flags_test(MMF_OOM_REAP_QUEUED, mm) ||
 	    mm_flags_test(MMF_UNSTABLE, mm))
@@ -225,72 +285,132 @@ static int zap_parallel_reserve(int cap)
 	return nr;
 }
 
-/* The run that owns block @index: the last with @first <= @index. */
-static unsigned int zap_run_of(const struct zap_job *zj, unsigned long index)
+/*
+ * One populated PMD entry at @addr, PMD_SIZE aligned, in address order.
+ * Without a segment table (the counting pass) it is only counted; with one,
+ * every @target entries start a segment.  The entry of a block seen before
+ * (two VMAs in one block) is not counted again.
+ */
+static void zap_plan_entry(struct zap_job *zj, unsigned long addr)
 {
-	unsigned int lo = 0, hi = zj->nr_runs;
-
-	while (hi - lo > 1) {
-		unsigned int mid = lo + (hi - lo) / 2;
-
-		if (zj->runs[mid].first <= index)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* The index after the last block run @i owns. */
-static unsigned long zap_run_end(const struct zap_job *zj, unsigned int i)
-{
-	return i + 1 < zj->nr_runs ? zj->runs[i + 1].first : zj->nr_blocks;
+	if (addr < zj->seen)
+		return;
+	zj->seen = addr + PMD_SIZE;
+	if (zj->seg && zj->entries && zj->entries % zj->target == 0 &&
+	    zj->nr_segs < ZAP_SEGS_MAX)
+		zj->seg[zj->nr_segs++] = addr;
+	zj->entries++;
 }
 
 /*
- * Zaps blocks [@start, @end) with a gather of its own: in each run, the
- * blocks' address range, of its VMA and of the VMAs after it that begin in
- * the run's last block.
+ * Counts the populated PMD entries under @vma, reading the upper levels of
+ * its page tables only.  The reads take no lock: the caller's
+ * mmap_read_lock() keeps every table, and a count that is off would move a
+ * segment boundary, not change what gets zapped.  A PUD leaf counts for
+ * nothing (only VMAs the caller keeps have them).
+ */
+static void zap_plan_vma(struct zap_job *zj, struct vm_area_struct *vma)
+{
+	unsigned long addr = ALIGN_DOWN(vma->vm_start, PMD_SIZE);
+	unsigned long end = vma->vm_end;
+	unsigned long next;
+
+	for (; addr < end; addr = next) {
+		pgd_t *pgd = pgd_offset(zj->mm, addr);
+		p4d_t *p4d;
+		pud_t *pud;
+		pmd_t *pmd;
+
+		cond_resched();
+		next = pgd_addr_end(addr, end);
+		if (pgd_none(pgdp_get(pgd)) || pgd_bad(pgdp_get(pgd)))
+			continue;
+		p4d = p4d_offset(pgd, addr);
+		next = p4d_addr_end(addr, end);
+		if (p4d_none(p4dp_get(p4d)) || p4d_bad(p4dp_get(p4d)))
+			continue;
+		pud = pud_offset(p4d, addr);
+		next = pud_addr_end(addr, end);
+		if (pud_none(pudp_get(pud)) || pud_bad(pudp_get(pud)))
+			continue;
+		pmd = pmd_offset(pud, addr);
+		for (; addr < next; addr += PMD_SIZE, pmd++) {
+			if (!pmd_none(pmdp_get_lockless(pmd)))
+				zap_plan_entry(zj, addr);
+		}
+	}
+}
+
+/*
+ * One pass over the VMAs helpers may zap, from @first on: without a segment
+ * table it counts their entries and VMAs; with one it also cuts the
+ * segments.  The first segment starts at the block of the first such VMA
+ * and the last ends at the end of the last one's block, so that the
+ * segments cover every VMA helpers zap, populated or not.
+ */
+static void zap_plan_pass(struct zap_job *zj, struct vm_area_struct *first)
+{
+	VMA_ITERATOR(vmi, zj->mm, first->vm_start);
+	struct vm_area_struct *vma;
+
+	zj->nr_segs = 0;
+	zj->entries = 0;
+	zj->nr_vmas = 0;
+	zj->seen = 0;
+	zj->end = 0;
+	for_each_vma(vmi, vma) {
+		if (!zap_parallel_vma_ok(vma))
+			continue;
+		if (!zj->nr_vmas++ && zj->seg) {
+			zj->seg[0] = ALIGN_DOWN(vma->vm_start, PMD_SIZE);
+			zj->nr_segs = 1;
+		}
+		zap_plan_vma(zj, vma);
+		zj->end = ALIGN(vma->vm_end, PMD_SIZE);
+	}
+}
+
+/* The segments [@start, @end) as an address range: [*@lo, *@hi). */
+static void zap_segs_range(const struct zap_job *zj, unsigned long start,
+			   unsigned long end, unsigned long *lo,
+			   unsigned long *hi)
+{
+	*lo = zj->seg[start];
+	*hi = end < zj->nr_segs ? zj->seg[end] : zj->end;
+}
+
+/*
+ * Zaps segments [@start, @end) with a gather of its own: every VMA helpers
+ * may zap, where it meets their address range.
  */
 static int zap_parallel_chunk(unsigned long start, unsigned long end,
 			      void *arg)
 {
 	struct zap_job *zj = arg;
 	bool helper = current != zj->caller;
+	u64 runtime = task_sched_runtime(current);
+	struct vm_area_struct *vma;
 	struct mmu_gather tlb;
-	unsigned int i, j;
-	u64 runtime = 0;
+	unsigned long lo, hi, addr;
 
-	if (helper)
-		runtime = task_sched_runtime(current);
+	zap_segs_range(zj, start, end, &lo, &hi);
 	tlb_gather_mmu_fullmm(&tlb, zj->mm);
-	/* The zap's threads free their own gathers (top of this file). */
-	tlb.parallel_free_refused = 1;
-	for (i = zap_run_of(zj, start); start < end; i++) {
-		unsigned long stop = min(end, zap_run_end(zj, i));
-		struct zap_run *run = &zj->runs[i];
-		unsigned long lo, hi;
-
-		if (stop <= start)
-			continue;
-		lo = run->base + (start - run->first) * PMD_SIZE;
-		hi = run->base + (stop - run->first) * PMD_SIZE;
-		for (j = i; j < zj->nr_runs; j++) {
-			struct vm_area_struct *vma = zj->runs[j].vma;
-			unsigned long s = max(lo, vma->vm_start);
-			unsigned long e = min(hi, vma->vm_end);
-
-			if (vma->vm_start >= hi)
-				break;
-			if (s < e)
-				unmap_vma_range(&tlb, vma, s, e);
-		}
-		start = stop;
+	/* No nested upgrade, no parallel free (top of this file). */
+	tlb_mark_exit_zap_chunk(&tlb);
+	/* The VMAs stay: the caller holds mmap_read_lock() for the job. */
+	for (addr = lo; (vma = mt_find(&zj->mm->mm_mt, &addr, hi - 1)); ) {
+		if (zap_parallel_vma_ok(vma))
+			unmap_vma_range(&tlb, vma, max(lo, vma->vm_start),
+					min(hi, vma->vm_end));
+		if (addr >= hi)
+			break;
 	}
 	tlb_finish_mmu(&tlb);
+	runtime = task_sched_runtime(current) - runtime;
 	if (helper)
-		atomic64_add(task_sched_runtime(current) - runtime,
-			     &zj->helper_ns);
+		atomic64_add(runtime, &zj->helper_ns);
+	else
+		zj->caller_ns += runtime;
 	return 0;
 }
 
@@ -307,47 +427,33 @@ static int zap_vma_node(struct vm_area_struct *vma)
 	return NUMA_NO_NODE;
 }
 
-/* Asked by the caller alone, before any chunk runs (struct mtjob). */
+/*
+ * Asked by the caller alone, under its mmap_read_lock(), before any chunk
+ * runs (struct mtjob): the node of the first VMA of segment @index.
+ */
 static int zap_parallel_node_of(unsigned long index, void *arg)
 {
 	struct zap_job *zj = arg;
+	struct vm_area_struct *vma = find_vma(zj->mm, zj->seg[index]);
 
-	return zap_vma_node(zj->runs[zap_run_of(zj, index)].vma);
+	return vma ? zap_vma_node(vma) : NUMA_NO_NODE;
 }
 
-/*
- * Fills @zj->runs with the VMAs helpers may zap, from the first VMA on, and
- * counts the blocks.  Returns true if one has a node of its own.
- */
-static bool zap_parallel_plan(struct zap_job *zj, struct vm_area_struct *vma,
-			      unsigned int max)
+/* Does a VMA helpers may zap, from @first on, have a node of its own? */
+static bool zap_parallel_by_node(struct mm_struct *mm,
+				 struct vm_area_struct *first)
 {
-	VMA_ITERATOR(vmi, zj->mm, vma->vm_start);
-	unsigned long next = 0;
-	bool by_node = false;
+	VMA_ITERATOR(vmi, mm, first->vm_start);
+	struct vm_area_struct *vma;
 
-	zj->nr_runs = 0;
+	if (!IS_ENABLED(CONFIG_NUMA) || nr_node_ids == 1)
+		return false;
 	for_each_vma(vmi, vma) {
-		struct zap_run *run;
-		unsigned long end;
-
-		if (!zap_parallel_vma_ok(vma))
-			continue;
-		if (WARN_ON_ONCE(zj->nr_runs == max))
-			break;
-		run = &zj->runs[zj->nr_runs++];
-		run->vma = vma;
-		run->first = zj->nr_blocks;
-		run->base = max(ALIGN_DOWN(vma->vm_start, PMD_SIZE), next);
-		end = ALIGN(vma->vm_end, PMD_SIZE);
-		if (end > run->base) {
-			zj->nr_blocks += (end - run->base) / PMD_SIZE;
-			next = end;
-		}
-		if (zap_vma_node(vma) != NUMA_NO_NODE)
-			by_node = true;
+		if (zap_parallel_vma_ok(vma) &&
+		    zap_vma_node(vma) != NUMA_NO_NODE)
+			return true;
 	}
-	return by_node;
+	return false;
 }
 
 /**
@@ -359,7 +465,9 @@ static bool zap_parallel_plan(struct zap_job *zj, struct vm_area_struct *vma,
  * Called where exit_mmap() calls unmap_vmas(), with vm.parallel_zap set.
  * Unmaps every VMA, as unmap_vmas() would, with an mtjob of kworker helpers
  * and the calling task, when the task and its mm qualify (top of this file),
- * and the VMAs helpers may not zap with @tlb after the job.
+ * and the VMAs helpers may not zap with @tlb after the job.  Decides before
+ * the mmu notifier range starts and before any chunk runs; once it has
+ * decided, the whole mm is zapped by it.
  *
  * Return: true if it did, false if it did nothing and unmap_vmas() is to
  * run.
@@ -376,54 +484,62 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
 		.thread_fn	= zap_parallel_chunk,
 		.fn_arg		= &zj,
 		.align		= 1,
+		.min_chunk	= 1,
 		.gfp		= GFP_NOWAIT,
 		.name		= "exit_mmap",
 	};
-	unsigned long pages = get_mm_rss(mm) + get_mm_counter(mm, MM_SWAPENTS);
 	unsigned long threshold = READ_ONCE(sysctl_parallel_zap_threshold);
+	unsigned long pages, min_chunk, segs;
 	struct mmu_notifier_range range;
 	struct mtjob_report report = {};
 	u64 start_ns = 0, job_ns = 0;
 	struct vm_area_struct *vma;
-	unsigned long chunks;
 	int helpers, ret;
-	bool by_node;
 
+	/* Exact sums: percpu_counter_read() is off by a batch per CPU. */
+	pages = get_mm_rss_sum(mm) + get_mm_counter_sum(mm, MM_SWAPENTS);
 	if (pages < threshold)
 		return false;
 	if (!mtjob_may_use_helpers(GFP_NOWAIT) || !zap_parallel_allowed(mm)) {
 		count_vm_event(PARALLEL_ZAP_REFUSED);
 		return false;
 	}
-	/* No reclaim retries for it: an exit frees memory, it should not wait. */
-	zj.runs = kvmalloc_array(mm->map_count, sizeof(*zj.runs),
-				 GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN);
-	if (!zj.runs) {
+	/* Count first: segments of equal entries, as many as fit a page. */
+	zap_plan_pass(&zj, unmap->first);
+	min_chunk = zap_parallel_min_chunk(threshold);
+	segs = zj.entries / min_chunk;
+	if (segs < 2) {
+		count_vm_event(PARALLEL_ZAP_SERIAL);
+		return false;
+	}
+	/* An exit must not reclaim for its bookkeeping (top of this file). */
+	zj.seg = kmalloc_array(ZAP_SEGS_MAX, sizeof(*zj.seg),
+			       GFP_NOWAIT | __GFP_NOWARN);
+	if (!zj.seg) {
 		count_vm_event(PARALLEL_ZAP_NOMEM);
 		return false;
 	}
-	by_node = zap_parallel_plan(&zj, unmap->first, mm->map_count);
-	/* Helpers for the chunks of the minimum size beyond the caller's. */
-	job.min_chunk = zap_parallel_min_chunk(threshold);
-	chunks = zj.nr_blocks / job.min_chunk;
-	if (chunks < 2) {
+	zj.target = max(min_chunk, DIV_ROUND_UP(zj.entries, ZAP_SEGS_MAX));
+	zap_plan_pass(&zj, unmap->first);
+	if (zj.nr_segs < 2) {
 		count_vm_event(PARALLEL_ZAP_SERIAL);
-		kvfree(zj.runs);
+		kfree(zj.seg);
 		return false;
 	}
-	helpers = zap_parallel_reserve(min_t(unsigned long, chunks - 1, INT_MAX));
+	helpers = zap_parallel_reserve(min_t(unsigned long, zj.nr_segs - 1,
+					     INT_MAX));
 	if (!helpers) {
 		count_vm_event(PARALLEL_ZAP_BUSY);
-		kvfree(zj.runs);
+		kfree(zj.seg);
 		return false;
 	}
-	if (by_node) {
+	if (zap_parallel_by_node(mm, unmap->first)) {
 		job.affinity = MTJOB_AFFINITY_BY_INDEX;
 		job.node_of = zap_parallel_node_of;
 	} else {
 		job.affinity = MTJOB_AFFINITY_NONE;
 	}
-	job.size = zj.nr_blocks;
+	job.size = zj.nr_segs;
 	job.max_threads = helpers + 1;
 
 	mmu_notifier_range_init(&range, MMU_NOTIFY_UNMAP, 0, mm,
@@ -449,10 +565,12 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
 	} while (vma);
 	mmu_notifier_invalidate_range_end(&range);
 	if (start_ns)
-		trace_exit_mmap_zap_parallel(pages, zj.nr_runs, zj.nr_blocks,
-					     helpers, report.nr_threads, job_ns,
+		trace_exit_mmap_zap_parallel(pages, zj.nr_vmas, zj.entries,
+					     zj.nr_segs, helpers,
+					     report.nr_threads, job_ns,
 					     local_clock() - start_ns - job_ns,
-					     atomic64_read(&zj.helper_ns));
+					     atomic64_read(&zj.helper_ns),
+					     zj.caller_ns);
 
 	if (report.nr_threads < 2) {
 		count_vm_event(PARALLEL_ZAP_SERIAL);
@@ -460,7 +578,7 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
 		count_vm_event(PARALLEL_ZAP);
 		count_vm_events(PARALLEL_ZAP_THREADS, report.nr_threads);
 	}
-	kvfree(zj.runs);
+	kfree(zj.seg);
 	return true;
 }
 

@@ -17,10 +17,13 @@ import benchplot
 MODES = ("off", "by_node", "interleave", "by_node_1h", "zap")
 BENCH_RE = re.compile(r"^BENCH (\S+) FREE (\S+) mib=(\d+) thp=(\d) us=(\d+)$",
                       re.M)
+# Groups: pages, vmas, entries, segs, helpers, threads, zap_ns, tail_ns,
+# helper_ns, caller_cpu_ns (include/trace/events/zap_parallel.h).
 ZAPTRACE_RE = re.compile(
     r"^ZAPTRACE .* exit_mmap_zap_parallel: pages=(\d+) vmas=(\d+) "
-    r"blocks=(\d+) helpers=(-?\d+) threads=(-?\d+) zap_ns=(\d+) "
-    r"caller_ns=(\d+) helper_ns=(\d+)$", re.M)
+    r"entries=(\d+) segs=(\d+) helpers=(-?\d+) threads=(-?\d+) "
+    r"zap_ns=(\d+) tail_ns=(\d+) helper_ns=(\d+) caller_cpu_ns=(\d+)$",
+    re.M)
 PROFILE_RE = re.compile(r"^PROFILE cpu=(\d+) (\w+) +(\d+) +([\d.]+) us")
 # free.sh's profiler setup: the functions and the two options.
 PHASES_RE = re.compile(r"^PHASES (.*) graph-time=(\d) sleep-time=(\d)$",
@@ -95,7 +98,7 @@ def runs(log):
             continue
         m = ZAPTRACE_RE.match(line)
         if m and last_zap:
-            zap_ns, caller_ns, helper_ns = map(int, m.groups()[5:8])
+            zap_ns, caller_ns, helper_ns = map(int, m.groups()[6:9])
             zaps.setdefault(last_zap[0], []).append(
                 (last_zap[1], zap_ns, caller_ns, helper_ns))
             last_zap = None

@@ -189,6 +189,43 @@ class ZapCases(unittest.TestCase):
         self.assertTrue(ok(1, 2, 0, 0, 0, 0))
 
 
+class SparseShares(unittest.TestCase):
+    """The sparse cases' traced exits: each of the two threads has at least
+    SPARSE_MIN_SHARE of the job's CPU time."""
+
+    TRACE = ("ZAPTRACE free_test-93 [000] ..... 50.1: exit_mmap_zap_parallel: "
+             "pages=262200 vmas=2 entries=%d segs=%d helpers=1 threads=%d "
+             "zap_ns=900000000 tail_ns=10 helper_ns=%d caller_cpu_ns=%d\n")
+    CASE = ("ZAPCASE %s rc=0 memfree_before=1 memfree_after=1 pz=1 pzt=2 "
+            "pzs=0 pzr=0 pzb=0 pzn=0 held=0\n")
+
+    def log(self, corner, spread):
+        return (self.TRACE % corner + self.CASE % "zap-sparse-corner"
+                + self.TRACE % spread + self.CASE % "zap-sparse-spread")
+
+    def failed(self, log):
+        return Held.run_checks(self, guest.sparse_share_checks, log)
+
+    def test_traces_go_to_their_case(self):
+        traces = guest.traces_by_case(self.log((512, 32, 2, 4, 6),
+                                               (32768, 512, 2, 5, 5)))
+        self.assertEqual([e[2] for e in traces["zap-sparse-corner"]], [512])
+        self.assertEqual([e[3] for e in traces["zap-sparse-spread"]], [512])
+
+    def test_even_shares_pass(self):
+        log = self.log((512, 32, 2, 400, 600), (32768, 512, 2, 500, 480))
+        self.assertEqual(self.failed(log), 0)
+
+    def test_one_thread_with_the_work_fails(self):
+        # Cut by address span: one chunk of eight held the corner.
+        log = self.log((16384, 8, 2, 30, 970), (32768, 512, 2, 500, 480))
+        self.assertEqual(self.failed(log), 1)
+        # One thread only, or no trace at all.
+        log = self.log((512, 32, 1, 0, 1000), (32768, 512, 2, 500, 480))
+        self.assertEqual(self.failed(log), 1)
+        self.assertEqual(self.failed(self.CASE % "zap-sparse-corner"), 2)
+
+
 class FreeBench(unittest.TestCase):
     """freebench keys runs by teardown, THP and size, pairs each zap run
     with the tracepoint event after it, sums each run's profile over the
@@ -201,7 +238,7 @@ PROFILE cpu=0 free_pages_and_swap_cache  2056    800000.000 us     389.105 us   
 PROFILE cpu=1 free_pgtables                 1    3000.000 us     3000.000 us     0.000 us
 PROFILE cpu=1 tlb_finish_mmu                1    500.000 us     500.000 us     0.000 us
 BENCH zap FREE exit mib=4096 thp=1 us=1000000
-ZAPTRACE free_test-90 [001] ..... 12.3: exit_mmap_zap_parallel: pages=1048576 vmas=3 blocks=2048 helpers=1 threads=2 zap_ns=800000000 caller_ns=1000 helper_ns=700000000
+ZAPTRACE free_test-90 [001] ..... 12.3: exit_mmap_zap_parallel: pages=1048576 vmas=3 entries=2048 segs=128 helpers=1 threads=2 zap_ns=800000000 tail_ns=1000 helper_ns=700000000 caller_cpu_ns=750000000
 PROFILE cpu=0 unmap_vma_range               4    100.000 us     25.000 us      1.000 us
 PROFILE cpu=1 unmap_vma_range               2    300.000 us     150.000 us      1.000 us
 PROFILE cpu=1 unmap_vmas                    1    1.000 us     1.000 us      0.000 us

@@ -28,7 +28,8 @@
 # The cases run traced print what the tracepoints recorded as FREETRACE
 # (acct-parallel) and TOGGLETRACE (key-toggling) lines.
 # mttest.free=quick leaves out the cases run with full_case (below);
-# mttest.free=toggling runs key-toggling alone.
+# mttest.free=toggling runs key-toggling alone, mttest.free=zap the zap's
+# cases that quick runs.
 # The benchmark prints BENCH lines; mttest.free=hotplug runs teardowns while
 # CPUs go offline and online and prints FREECASE hotplug ... cycles=<N>.
 
@@ -385,6 +386,13 @@ zap_cases() {
 	full_case_zap zap-exit-128m free_test exit 128 0
 	run_zap zap-exit-512m-thp-on free_test exit 512 1
 	run_zap zap-mixed zap_mix 512
+	# Sparse address spaces: 64 GiB reserved, 1 GiB touched in one corner
+	# or spread over every block; one helper, so that the tracepoint's
+	# caller_cpu_ns and helper_ns are the two threads' shares.
+	run_zap zap-sparse-corner with_sysctl parallel_zap_max_helpers 1 \
+		zap_traced free_test sparse corner 1024
+	run_zap zap-sparse-spread with_sysctl parallel_zap_max_helpers 1 \
+		zap_traced free_test sparse spread 1024
 	run_zap zap-nice-19 free_test nice19 exit 512 0
 	full_case_zap zap-rt free_test rt exit 512 0
 	full_case_zap zap-cgroup-cpu-max in_cgroup limited cpu.max \
@@ -744,6 +752,10 @@ isolcpus)
 oom)
 	echo 1 > $VM/parallel_free
 	run_case oom-mid-teardown oom_mid_teardown
+	;;
+zap)
+	# The zap's cases alone, as in quick (guest.py freetest --only zap).
+	zap_cases
 	;;
 toggling)
 	# The key-toggling case alone, as 'make check' runs it (guest.py

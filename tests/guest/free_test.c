@@ -35,6 +35,11 @@
  *                                       cgroup's usage_usec over its exit
  *                                       and the CPU time the parent and the
  *                                       child spent in it (FREEACCT line)
+ *   free_test sparse corner|spread MIB  a child reserves 64 GiB of anonymous
+ *                                       memory (MAP_NORESERVE, THP off) and
+ *                                       touches MIB of it, all in its last
+ *                                       MIB (corner) or a few pages of
+ *                                       every PMD block (spread); then exits
  *   free_test zapmix MIB                a child maps MIB in kinds that exit
  *                                       unmaps differently: anonymous (THP
  *                                       off and on), a shared memfd it
@@ -690,6 +695,56 @@ static void do_exit(size_t bytes, int thp)
 	close(fds[1]);
 }
 
+/*
+ * A sparse address space (a JVM or Go heap reservation): 64 GiB reserved,
+ * @bytes touched in its last @bytes (@how "corner") or spread over every
+ * 2 MiB block, the same number of pages in each ("spread").  The exit is
+ * the parent's to wait for; the zap's tracepoint says how it was shared.
+ */
+static void do_sparse(const char *how, size_t bytes)
+{
+	size_t size = 64UL << 30, block = 2UL << 20;
+	int status, spread = !strcmp(how, "spread");
+	pid_t pid;
+
+	if (!spread && strcmp(how, "corner")) {
+		fprintf(stderr, "free_test: sparse corner|spread MIB\n");
+		exit(2);
+	}
+	if (!bytes || bytes > size / 4 ||
+	    (spread && bytes / (size / block) < PAGE)) {
+		fprintf(stderr, "free_test: sparse: MIB out of range\n");
+		exit(2);
+	}
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		char *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			       -1, 0);
+		size_t per = bytes / (size / block), off, o;
+
+		if (p == MAP_FAILED)
+			die("mmap");
+		if (madvise(p, size, MADV_NOHUGEPAGE))
+			die("madvise");
+		if (!spread) {
+			for (off = size - bytes; off < size; off += PAGE)
+				p[off] = 1;
+		} else {
+			for (off = 0; off < size; off += block)
+				for (o = 0; o < per; o += PAGE)
+					p[off + o] = 1;
+		}
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		die("waitpid");
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		exit(1);
+}
+
 static void do_fork(size_t bytes)
 {
 	char *p = map_touch(bytes, 0);
@@ -916,6 +971,8 @@ int main(int argc, char **argv)
 		do_acct(argv[2], mib(argv[3]));
 	else if (argc == 4 && !strcmp(argv[1], "acct-exit"))
 		do_acct_exit(argv[2], mib(argv[3]));
+	else if (argc == 4 && !strcmp(argv[1], "sparse"))
+		do_sparse(argv[2], mib(argv[3]));
 	else if (argc == 3 && !strcmp(argv[1], "zapmix"))
 		do_zapmix(mib(argv[2]));
 	else if (argc == 3 && !strcmp(argv[1], "mrelease"))
