@@ -85,7 +85,7 @@ def runs(log):
     key = mode = last_zap = prof = None
     for line in log.splitlines():
         m = BENCH_RE.match(line)
-        if not m and line.startswith("BENCH"):
+        if not m and line.startswith("BENCH-FAILED"):
             # A failed run: what follows is nobody's.
             key = mode = last_zap = prof = None
             continue
@@ -112,6 +112,56 @@ def runs(log):
             prof["calls"] += int(m.group(3))
             prof[fn] = prof.get(fn, 0.0) + us
     return times, zaps, profiles
+
+
+FREETLB_RE = re.compile(r"^FREETLB ipis=(-?\d+)$")
+BENCHTLB_RE = re.compile(r"^BENCHTLB switch=(\d+) remote=(\d+) local=(\d+) "
+                         r"local_mm=(\d+) sent=(\d+) wrong=(\d+)$")
+TLB_FIELDS = ("ipis", "switch", "remote", "local", "local_mm", "sent")
+
+
+def tlbs(log):
+    """The TLB counts of LOG's runs: {(label, MiB, mode): [{field: N}]},
+    TLB_FIELDS from the FREETLB (IPIs received, /proc/interrupts) and
+    BENCHTLB (tlb:tlb_flush events by reason) lines after a BENCH line."""
+    out, key, cur = {}, None, None
+    for line in log.splitlines():
+        m = BENCH_RE.match(line)
+        if m:
+            mode, what, mib, thp, _ = m.groups()
+            key, cur = (label(what, thp), int(mib), mode), {}
+            continue
+        m = BENCHTLB_RE.match(line)
+        if m and cur is not None:
+            cur.update(zip(TLB_FIELDS[1:], map(int, m.groups()[:5])))
+            if len(cur) == len(TLB_FIELDS):
+                out.setdefault(key, []).append(cur)
+            key = cur = None
+            continue
+        if line.startswith("BENCH-FAILED"):
+            # A failed run: what follows is nobody's.
+            key = cur = None
+            continue
+        m = FREETLB_RE.match(line)
+        if m and cur is not None:
+            cur["ipis"] = int(m.group(1))
+    return out
+
+
+def print_tlbs(counts):
+    """Median TLB flush events and IPIs a teardown, per mode."""
+    print("\nTLB per teardown, median (max) over the runs: IPIs received "
+          "(/proc/interrupts TLB), tlb:tlb_flush events by reason between "
+          "the teardown's start and end (switch: on task switch; remote: "
+          "flushes IPIs asked for; local; local_mm: of the whole mm; sent: "
+          "IPI sends):")
+    print(f"{'teardown':18}{'mode':>8}" + "".join(f"{f:>12}" for f in
+                                                   TLB_FIELDS))
+    for (what, mib, mode), rows in sorted(counts.items()):
+        cells = [f"{statistics.median(r[f] for r in rows):.0f} "
+                 f"({max(r[f] for r in rows)})" for f in TLB_FIELDS]
+        print(f"{_gib((what, mib)):18}{mode:>8}" +
+              "".join(f"{c:>12}" for c in cells))
 
 
 def _gib(key):
@@ -199,6 +249,9 @@ def report(args, log, path):
     print_times(times, modes)
     if zaps:
         print_zaps(zaps)
+    counts = tlbs(log)
+    if counts:
+        print_tlbs(counts)
     name = f"free-{args.nodes}n{args.cpus}c"
     csvs = [benchplot.write_csv(
         name, ("teardown", "mib", "mode", "run", "us"),

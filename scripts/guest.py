@@ -695,6 +695,14 @@ def cmd_hugetlbbench(args):
     for label, engine, threads, us in rows:
         print(f"{label:18} {engine:26} {','.join(map(str, threads)):>7} "
               f"{statistics.median(us):>10.0f} {min(us):>8} {max(us):>8}")
+    for label, _ in HUGETLB_BENCH:
+        us = {e: u for lab, e, _, u in rows if lab == label}
+        for e in args.engines[1:]:
+            ratio, word = runreport.verdict(us[args.engines[0]], us[e])
+            print(f"{label}: {args.engines[0]}/{e} {ratio:.2f}, "
+                  + (f"{args.engines[0]} {word}" if word != runreport.NOISE
+                     else word))
+    print(runreport.RULE)
     return 0
 
 

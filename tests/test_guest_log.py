@@ -246,6 +246,29 @@ PROFILE cpu=1 tlb_finish_mmu                3    6.000 us     2.000 us      0.00
 BENCH zap FREE exit mib=4096 thp=0 us=1100000
 """
 
+    def test_tlb_counts(self):
+        log = ("BENCH off FREE exit mib=1024 thp=0 us=900000\n"
+               "FREETLB ipis=6\n"
+               "BENCHTLB switch=40 remote=30 local=2 local_mm=100 sent=3 "
+               "wrong=0\n"
+               "BENCH zap FREE exit mib=1024 thp=0 us=500000\n"
+               "FREETLB ipis=7\n"
+               "ZAPTRACE free_test-90 [001] ..... 12.3: exit_mmap_zap_parallel"
+               ": pages=262144 vmas=3 entries=512 segs=32 helpers=1 threads=2"
+               " zap_ns=1 tail_ns=1 helper_ns=1 caller_cpu_ns=1\n"
+               "BENCHTLB switch=20 remote=7 local=1 local_mm=90 sent=4 "
+               "wrong=0\n"
+               # A failed run counts nothing.
+               "BENCH-FAILED zap exit 1024\n"
+               "BENCHTLB switch=1 remote=1 local=1 local_mm=1 sent=1 "
+               "wrong=0\n")
+        counts = freebench.tlbs(log)
+        self.assertEqual(counts[("exit", 1024, "off")], [
+            {"ipis": 6, "switch": 40, "remote": 30, "local": 2,
+             "local_mm": 100, "sent": 3}])
+        self.assertEqual(counts[("exit", 1024, "zap")][0]["ipis"], 7)
+        self.assertEqual(len(counts), 2)
+
     def test_runs_and_phases(self):
         times, zaps, profiles = freebench.runs(self.LOG)
         self.assertEqual(times[("exit", 4096)], {"off": [2000000],

@@ -495,6 +495,26 @@ swap_on_zram() {
 # the phases of them).
 PROFILE_FUNCS="unmap_vmas unmap_vma_range flush_tlb_mm_range
 free_pages_and_swap_cache free_pgtables tlb_finish_mmu"
+# tlb_counts: the tlb:tlb_flush events of the last teardown (between
+# free_test's "mtbench teardown" and "mtbench done" marks), by reason:
+#   BENCHTLB switch=<N> remote=<N> local=<N> local_mm=<N> sent=<N> wrong=<N>
+# (flush on task switch, remote shootdown: a flush an IPI asked for, local
+# shootdown, local MM shootdown: a flush of the whole mm, remote IPI send,
+# remote wrong CPU), and free_test's FREETLB line the IPIs received.
+tlb_counts() {
+	[ "$tlbev" = /dev/null ] && return
+	awk '/tracing_mark_write: mtbench teardown/ { on = 1; next }
+		/tracing_mark_write: mtbench done/ { on = 0; next }
+		on && / tlb_flush: / {
+			if (/task switch/) s++; else if (/remote shootdown/) r++
+			else if (/local MM shootdown/) m++
+			else if (/local shootdown/) l++; else if (/remote IPI send/) i++
+			else w++
+		}
+		END { printf "BENCHTLB switch=%d remote=%d local=%d local_mm=%d sent=%d wrong=%d\n",
+			s, r, l, m, i, w }' $tr/trace
+}
+
 bench() {
 	reps=$(arg mttest.free_reps)
 	sizes=$(arg mttest.free_sizes | tr , ' ')
@@ -502,8 +522,12 @@ bench() {
 	thps=$(arg mttest.free_thp | tr , ' ')
 	whats=$(arg mttest.free_what | tr , ' ')
 	phases=$(arg mttest.free_phases)
+	[ "$(arg mttest.free_spread)" = 1 ] && export FREE_TEST_SPREAD=1
 	tr=/sys/kernel/tracing
 	mount -t tracefs nodev $tr 2>/dev/null
+	# x86's tlb:tlb_flush, counted by reason between free_test's marks.
+	tlbev=$tr/events/tlb/tlb_flush/enable
+	[ -e $tlbev ] || tlbev=/dev/null
 	if [ "$phases" = 1 ]; then
 		if [ ! -e $tr/function_profile_enabled ]; then
 			echo "BENCH-FAILED phases: no function profiler (CONFIG_FUNCTION_PROFILER)"
@@ -540,12 +564,15 @@ bench() {
 					echo $z > $VM/parallel_zap
 					echo > $tr/trace
 					echo $z > $tr/events/zap_parallel/exit_mmap_zap_parallel/enable
+					echo 1 > $tlbev
 					[ "$phases" = 1 ] && echo 1 > $tr/function_profile_enabled
 					out=$(free_test $what $mib $thp) || echo "BENCH-FAILED $mode $what $mib"
 					[ "$phases" = 1 ] && echo 0 > $tr/function_profile_enabled
+					echo 0 > $tlbev
 					echo "BENCH $mode $out"
 					echo 0 > $tr/events/zap_parallel/exit_mmap_zap_parallel/enable
-					grep -v '^#' $tr/trace | sed 's/^/ZAPTRACE /'
+					grep ' exit_mmap_zap_parallel: ' $tr/trace | sed 's/^/ZAPTRACE /'
+					tlb_counts
 					[ "$phases" = 1 ] && for f in $tr/trace_stat/function*; do
 						sed -n "s/^ *\([a-z_][a-z_]*\) /PROFILE cpu=${f##*function} \1 /p" $f
 					done

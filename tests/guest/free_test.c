@@ -6,6 +6,14 @@
  *
  *   FREE <what> mib=<MiB> thp=<0|1> us=<teardown time in µs>
  *
+ * munmap and exit follow it with "FREETLB ipis=<N>": the TLB shootdown IPIs
+ * of the teardown (the growth of /proc/interrupts' TLB row, x86; 0 where
+ * there is none), and write "mtbench teardown" and "mtbench done" to the trace marker
+ * around it, so that the harness can count the tlb:tlb_flush events in
+ * between.  With FREE_TEST_SPREAD in the environment, the exit's child
+ * rewrites its memory from a thread on every online CPU before it exits,
+ * so that every CPU has used its mm (the case of a multithreaded server).
+ *
  * Memory is placed half on node 0 and half on node 1 (mbind(MPOL_BIND)
  * before touching, as in the 2017 fake-NUMA experiment) when the guest has
  * two nodes, so that grouping the batches by node can matter; with
@@ -91,6 +99,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -165,6 +174,39 @@ static char *map_touch(size_t bytes, int thp)
 static size_t mib(const char *s)
 {
 	return strtoul(s, NULL, 0) << 20;
+}
+
+/* TLB shootdown IPIs received so far, all CPUs (x86's "TLB:" row). */
+static long tlb_ipis(void)
+{
+	FILE *f = fopen("/proc/interrupts", "r");
+	char line[4096], *p, *end;
+	long sum = 0, n;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		p = line + strspn(line, " ");
+		if (strncmp(p, "TLB:", 4))
+			continue;
+		for (p += 4; (n = strtol(p, &end, 10)), end != p; p = end)
+			sum += n;
+		break;
+	}
+	fclose(f);
+	return sum;
+}
+
+/* A line in the trace buffer, for the harness to count events from. */
+static void trace_mark(const char *what)
+{
+	int fd = open("/sys/kernel/tracing/trace_marker", O_WRONLY);
+
+	if (fd < 0)
+		return;
+	if (write(fd, what, strlen(what)) < 0)
+		perror("trace_marker");
+	close(fd);
 }
 
 static void report(const char *what, size_t bytes, int thp, long us)
@@ -640,14 +682,64 @@ static void do_shared(size_t bytes)
 	close(fd);
 }
 
+/* report() with the IPIs since @ipis0, and the trace's closing mark. */
+static void report_tlb(const char *what, size_t bytes, int thp, long us,
+		       long ipis0)
+{
+	long ipis = tlb_ipis() - ipis0;
+
+	trace_mark("mtbench done");
+	report(what, bytes, thp, us);
+	printf("FREETLB ipis=%ld\n", ipis);
+	fflush(stdout);
+}
+
 static void do_munmap(size_t bytes, int thp)
 {
 	char *p = map_touch(bytes, thp);
-	long t0 = now_us();
+	long t0, ipis0;
 
+	trace_mark("mtbench teardown");
+	ipis0 = tlb_ipis();
+	t0 = now_us();
 	if (munmap(p, bytes))
 		die("munmap");
-	report("munmap", bytes, thp, now_us() - t0);
+	report_tlb("munmap", bytes, thp, now_us() - t0, ipis0);
+}
+
+static char *spread_mem;
+static size_t spread_part;
+
+/* One online CPU's part of the memory, rewritten from that CPU. */
+static void *spread_writer(void *arg)
+{
+	long cpu = (long)arg;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		return NULL;
+	for (size_t off = 0; off < spread_part; off += PAGE)
+		spread_mem[cpu * spread_part + off] ^= 1;
+	return NULL;
+}
+
+/* Every online CPU uses the mm: one thread on each rewrites a part. */
+static void spread_touch(char *p, size_t bytes)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN), i;
+	pthread_t t[256];
+
+	if (cpus < 1 || cpus > 256)
+		return;
+	spread_mem = p;
+	spread_part = bytes / cpus & ~(PAGE - 1);
+	for (i = 0; i < cpus; i++)
+		if (pthread_create(&t[i], NULL, spread_writer, (void *)i))
+			die("pthread_create");
+	for (i = 0; i < cpus; i++)
+		pthread_join(t[i], NULL);
 }
 
 /*
@@ -676,10 +768,15 @@ static void do_exit(size_t bytes, int thp)
 	if (pid < 0)
 		die("fork");
 	if (!pid) {
-		map_touch(bytes, thp);
+		char *p = map_touch(bytes, thp);
+
+		if (getenv("FREE_TEST_SPREAD"))
+			spread_touch(p, bytes);
 		if (write(fds[1], "x", 1) != 1)
 			_exit(1);
 		usleep(100000);
+		trace_mark("mtbench teardown");
+		t0[1] = tlb_ipis();
 		*t0 = now_us();
 		_exit(0);
 	}
@@ -689,7 +786,7 @@ static void do_exit(size_t bytes, int thp)
 		die("waitpid");
 	if (!WIFEXITED(status) || WEXITSTATUS(status))
 		exit(1);
-	report("exit", bytes, thp, now_us() - *t0);
+	report_tlb("exit", bytes, thp, now_us() - *t0, t0[1]);
 	munmap((void *)t0, PAGE);
 	close(fds[0]);
 	close(fds[1]);
