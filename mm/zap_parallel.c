@@ -114,7 +114,11 @@
  *   helpers have no affinity (MTJOB_AFFINITY_NONE).
  *
  * - The helpers' CPU time (task_sched_runtime() around their chunks) is
- *   charged to the caller's cgroups after the job (sched_account_offload()).
+ *   charged to the caller after the job (sched_account_offload()): to its
+ *   cgroups and to its own system time and runtime, which its parent's
+ *   wait4() rusage, times(), taskstats and BSD accounting read.  What their
+ *   zaps of dirty shared file PTEs charged to the kworkers' I/O accounting
+ *   (/proc/PID/io write_bytes, nr_dirtied) is moved to the caller too.
  *   The mmu notifier range is started and ended by the caller around
  *   everything, as unmap_vmas() does; no vm_ops callback runs in a zap
  *   (->close() runs later, in tear_down_vmas()), and uprobe_munmap()
@@ -138,6 +142,7 @@
 #include <linux/slab.h>
 #include <linux/sizes.h>
 #include <linux/sysctl.h>
+#include <linux/task_io_accounting_ops.h>
 #include <linux/vmstat.h>
 
 #include <asm/tlb.h>
@@ -219,6 +224,9 @@ static atomic_t zap_parallel_helpers = ATOMIC_INIT(0);
  * @nr_vmas: those VMAs
  * @helper_ns: the helpers' CPU time in chunks
  * @caller_ns: the caller's CPU time in chunks, which only the caller writes
+ * @write_bytes: what helpers' zaps of dirty shared file PTEs charged to their
+ *	I/O accounting (task_io_account_write()), moved to the caller's
+ * @nr_dirtied: pages they counted as dirtied (task_struct.nr_dirtied), ditto
  */
 struct zap_job {
 	struct mm_struct *mm;
@@ -232,7 +240,34 @@ struct zap_job {
 	unsigned int nr_vmas;
 	atomic64_t helper_ns;
 	u64 caller_ns;
+	atomic64_t write_bytes;
+	atomic_t nr_dirtied;
 };
+
+/*
+ * A zap that finds a dirty PTE of a shared file mapping marks its folio
+ * dirty, and folio_account_dirtied() charges the dirtying to current: a
+ * helper gives what its chunk charged it back to the job, for the caller.
+ */
+static void zap_helper_dirtied(struct zap_job *zj, u64 write_bytes,
+			       int nr_dirtied)
+{
+#ifdef CONFIG_TASK_IO_ACCOUNTING
+	u64 bytes = current->ioac.write_bytes - write_bytes;
+
+	current->ioac.write_bytes = write_bytes;
+	atomic64_add(bytes, &zj->write_bytes);
+#endif
+	atomic_add(current->nr_dirtied - nr_dirtied, &zj->nr_dirtied);
+	current->nr_dirtied = nr_dirtied;
+}
+
+/* The caller takes the helpers' dirtying as its own, after the join. */
+static void zap_caller_dirtied(struct zap_job *zj)
+{
+	task_io_account_write(atomic64_read(&zj->write_bytes));
+	current->nr_dirtied += atomic_read(&zj->nr_dirtied);
+}
 
 /*
  * May helpers zap this VMA?  See the top of this file: vm_flags and vm_file
@@ -389,9 +424,15 @@ static int zap_parallel_chunk(unsigned long start, unsigned long end,
 	struct zap_job *zj = arg;
 	bool helper = current != zj->caller;
 	u64 runtime = task_sched_runtime(current);
+	int nr_dirtied = current->nr_dirtied;
 	struct vm_area_struct *vma;
-	struct mmu_gather tlb;
 	unsigned long lo, hi, addr;
+	struct mmu_gather tlb;
+	u64 write_bytes = 0;
+
+#ifdef CONFIG_TASK_IO_ACCOUNTING
+	write_bytes = current->ioac.write_bytes;
+#endif
 
 	zap_segs_range(zj, start, end, &lo, &hi);
 	tlb_gather_mmu_fullmm(&tlb, zj->mm);
@@ -407,10 +448,12 @@ static int zap_parallel_chunk(unsigned long start, unsigned long end,
 	}
 	tlb_finish_mmu(&tlb);
 	runtime = task_sched_runtime(current) - runtime;
-	if (helper)
+	if (helper) {
 		atomic64_add(runtime, &zj->helper_ns);
-	else
+		zap_helper_dirtied(zj, write_bytes, nr_dirtied);
+	} else {
 		zj->caller_ns += runtime;
+	}
 	return 0;
 }
 
@@ -479,6 +522,8 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
 		.mm		= mm,
 		.caller		= current,
 		.helper_ns	= ATOMIC64_INIT(0),
+		.write_bytes	= ATOMIC64_INIT(0),
+		.nr_dirtied	= ATOMIC_INIT(0),
 	};
 	struct mtjob job = {
 		.thread_fn	= zap_parallel_chunk,
@@ -553,6 +598,7 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
 		zap_parallel_chunk(0, job.size, &zj);
 	atomic_sub(helpers, &zap_parallel_helpers);
 	sched_account_offload(current, atomic64_read(&zj.helper_ns));
+	zap_caller_dirtied(&zj);
 	if (start_ns)
 		job_ns = local_clock() - start_ns;
 

@@ -331,6 +331,41 @@ sysctl_bounds() {
 	done
 }
 
+# zap_nomem MIB: an exit of MIB whose plan allocation fails (failslab, the
+# exiting child's first GFP_NOWAIT slab allocation, nothing else's): the zap
+# falls back to unmap_vmas() before anything ran.  Prints
+#   ZAPNOMEM failed=<failslab failures>
+zap_nomem() {
+	local d=/sys/kernel/debug/failslab rc
+	mount -t debugfs none /sys/kernel/debug 2>/dev/null
+	[ -d $d ] || { echo "free.sh: no $d"; return 1; }
+	echo Y > $d/task-filter && echo 100 > $d/probability &&
+		echo 1 > $d/interval && echo 1 > $d/times &&
+		echo 0 > $d/space && echo 0 > $d/verbose || return 1
+	FREE_TEST_FAIL_EXIT=1 free_test exit "$1" 0 > /dev/null
+	rc=$?
+	echo "ZAPNOMEM failed=$((1 - $(cat $d/times)))"
+	echo 0 > $d/probability
+	return $rc
+}
+
+# mremap_folios MIB: free_test mremap MIB with 64 KiB anonymous folios
+# enabled (mTHP), then
+#   ZAPMREMAP split_pmd=<thp_split_pmd delta> mthp64=<64 KiB folios faulted>
+# the PMD THPs mremap() made PTE-mapped and the small large folios made.
+mremap_folios() {
+	local t=/sys/kernel/mm/transparent_hugepage/hugepages-64kB old s0 m0 rc
+	old=$(sed 's/.*\[\(.*\)\].*/\1/' $t/enabled)
+	echo always > $t/enabled || return 1
+	s0=$(vmstat thp_split_pmd) m0=$(cat $t/stats/anon_fault_alloc)
+	free_test mremap "$1"
+	rc=$?
+	echo "ZAPMREMAP split_pmd=$(($(vmstat thp_split_pmd) - s0))" \
+		"mthp64=$(($(cat $t/stats/anon_fault_alloc) - m0))"
+	echo "$old" > $t/enabled
+	return $rc
+}
+
 # The parallel zap's sysctls: out-of-range values refused, every value read
 # can be written back.
 zap_sysctl_bounds() {
@@ -386,6 +421,10 @@ zap_cases() {
 	full_case_zap zap-exit-128m free_test exit 128 0
 	run_zap zap-exit-512m-thp-on free_test exit 512 1
 	run_zap zap-mixed zap_mix 512
+	# The plan's one allocation fails: unmap_vmas(), nothing lost.
+	run_zap zap-nomem zap_nomem 384
+	# Large folios PTE-mapped across the zap's chunk boundaries.
+	run_zap zap-mremap mremap_folios 256
 	# Sparse address spaces: 64 GiB reserved, 1 GiB touched in one corner
 	# or spread over every block; one helper, so that the tracepoint's
 	# caller_cpu_ns and helper_ns are the two threads' shares.

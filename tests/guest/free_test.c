@@ -12,7 +12,9 @@
  * around it, so that the harness can count the tlb:tlb_flush events in
  * between.  With FREE_TEST_SPREAD in the environment, the exit's child
  * rewrites its memory from a thread on every online CPU before it exits,
- * so that every CPU has used its mm (the case of a multithreaded server).
+ * so that every CPU has used its mm (the case of a multithreaded server);
+ * with FREE_TEST_FAIL_EXIT, it sets its make-it-fail (fault injection's
+ * task filter) just before it exits.
  *
  * Memory is placed half on node 0 and half on node 1 (mbind(MPOL_BIND)
  * before touching, as in the 2017 fake-NUMA experiment) when the guest has
@@ -48,6 +50,14 @@
  *                                       touches MIB of it, all in its last
  *                                       MIB (corner) or a few pages of
  *                                       every PMD block (spread); then exits
+ *   free_test mremap MIB                a child maps MIB of PMD-mapped THPs
+ *                                       and MIB of small large folios (the
+ *                                       mTHP sizes the harness enabled),
+ *                                       moves both with mremap() to
+ *                                       addresses 1 MiB + 64 KiB and 32 KiB
+ *                                       off a PMD boundary, so that their
+ *                                       folios are PTE-mapped across PMD
+ *                                       blocks, checks the data, and exits
  *   free_test zapmix MIB                a child maps MIB in kinds that exit
  *                                       unmaps differently: anonymous (THP
  *                                       off and on), a shared memfd it
@@ -775,6 +785,14 @@ static void do_exit(size_t bytes, int thp)
 		if (write(fds[1], "x", 1) != 1)
 			_exit(1);
 		usleep(100000);
+		/* Fault injection's task filter (free.sh zap_nomem). */
+		if (getenv("FREE_TEST_FAIL_EXIT")) {
+			int fd = open("/proc/self/make-it-fail", O_WRONLY);
+
+			if (fd < 0 || write(fd, "1", 1) != 1)
+				_exit(4);
+			close(fd);
+		}
 		trace_mark("mtbench teardown");
 		t0[1] = tlb_ipis();
 		*t0 = now_us();
@@ -840,6 +858,73 @@ static void do_sparse(const char *how, size_t bytes)
 		die("waitpid");
 	if (!WIFEXITED(status) || WEXITSTATUS(status))
 		exit(1);
+}
+
+/* @bytes at a new place, @off past a 2 MiB boundary; the old one freed. */
+static char *move_off(char *p, size_t bytes, size_t off)
+{
+	size_t block = 2UL << 20;
+	char *dst = mmap(NULL, bytes + 2 * block, PROT_NONE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	char *to;
+
+	if (dst == MAP_FAILED)
+		die("mmap");
+	to = (char *)(((uintptr_t)dst + block - 1) & ~(block - 1)) + off;
+	if (mremap(p, bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED, to) != to)
+		die("mremap");
+	return to;
+}
+
+/*
+ * Large folios PTE-mapped across PMD blocks, where the parallel zap's chunk
+ * boundaries are: two threads zap parts of one folio.
+ */
+static void do_mremap(size_t bytes)
+{
+	size_t block = 2UL << 20, off;
+	int status;
+	pid_t pid;
+
+	if (!bytes || bytes % block) {
+		fprintf(stderr, "free_test: mremap: MIB a multiple of 2\n");
+		exit(2);
+	}
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		char *raw = mmap(NULL, bytes + block, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		char *thp, *small;
+
+		if (raw == MAP_FAILED)
+			die("mmap");
+		thp = (char *)(((uintptr_t)raw + block - 1) & ~(block - 1));
+		if (madvise(thp, bytes, MADV_HUGEPAGE))
+			die("madvise");
+		for (off = 0; off < bytes; off += PAGE)
+			*(uint64_t *)(thp + off) = off;
+		small = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (small == MAP_FAILED)
+			die("mmap");
+		for (off = 0; off < bytes; off += PAGE)
+			*(uint64_t *)(small + off) = ~off;
+		thp = move_off(thp, bytes, (1UL << 20) + (64UL << 10));
+		small = move_off(small, bytes, 32UL << 10);
+		for (off = 0; off < bytes; off += PAGE)
+			if (*(uint64_t *)(thp + off) != off ||
+			    *(uint64_t *)(small + off) != ~off)
+				_exit(3);
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		die("waitpid");
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		fprintf(stderr, "free_test: mremap: child status %d\n", status);
+		exit(1);
+	}
 }
 
 static void do_fork(size_t bytes)
@@ -1068,6 +1153,8 @@ int main(int argc, char **argv)
 		do_acct(argv[2], mib(argv[3]));
 	else if (argc == 4 && !strcmp(argv[1], "acct-exit"))
 		do_acct_exit(argv[2], mib(argv[3]));
+	else if (argc == 3 && !strcmp(argv[1], "mremap"))
+		do_mremap(mib(argv[2]));
 	else if (argc == 4 && !strcmp(argv[1], "sparse"))
 		do_sparse(argv[2], mib(argv[3]));
 	else if (argc == 3 && !strcmp(argv[1], "zapmix"))
