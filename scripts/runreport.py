@@ -238,7 +238,8 @@ def report(args, res, tds, placement=None, out=print):
     out(f"\n2. Boot-time hugetlb [{hugetlb_params(args.nodes, args.cpus)}]: "
         "pages per node (sysfs), threads of the job, median (min-max) us; "
         "for 1G pages the job is their struct page init (memblock "
-        "allocated them earlier, serially)")
+        "allocated them earlier, serially); threads: the Rust engine counts "
+        "those that ran chunks, padata the helpers it asked for")
     out(f"{'size':4} {'engine':{w}} {'pages per node':>16} {'threads':>7}  "
         "time us")
     for kb, size in ((KB_2M, "2M"), (KB_1G, "1G")):
@@ -256,7 +257,7 @@ def report(args, res, tds, placement=None, out=print):
         setup = TEARDOWN_SETUP_RE.search(args.teardown_setup or "")
         out(f"\n3. Teardown of {tdw[0]['mib']} MiB (THP off, half on each "
             "node) after boot, on the Rust engine, one pair of each per "
-            f"Rust boot ({len(tds)} boots), order alternating; median "
+            f"Rust boot ({len(tds)} boot(s)), order alternating; median "
             "(min-max) ms; vmstat deltas summed over the runs"
             + (f"; {setup.group(1)}" if setup else ""))
         out(f"{'teardown':8} {'path':14} {'runs':>4}  {'time ms':22} "
