@@ -688,8 +688,8 @@ def cmd_hugetlbbench(args):
             print(f"{label:18} {engine:26} "
                   f"{statistics.median(us[engine]):>9.0f} us", flush=True)
     print(f"\nHugeTLB boot allocation, {args.nodes} nodes, {args.cpus} vCPUs, "
-          f"{args.mem_gib} GiB, {args.repeat} boots each, engines alternating, "
-          f"{threads_param} (TCG); for 1G pages "
+          f"{args.mem_gib} GiB, {args.repeat} boots each, engines "
+          f"alternating, {threads_param} (TCG); for 1G pages "
           "the time is the struct page init job (the pages themselves come "
           "from memblock, serially, earlier):")
     print(f"{'pages':18} {'engine':26} {'threads':>7} {'median us':>10} "

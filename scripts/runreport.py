@@ -189,7 +189,7 @@ class Report:
     def compare(self, part, a_name, b_name, a, b, unit_scale, unit):
         ratio, word = verdict(a, b)
         self.verdicts.append((part, f"{a_name}/{b_name}", ratio, word, a, b))
-        self.out(f"  {part:26} {a_name + '/' + b_name:22} {ratio:5.2f}   "
+        self.out(f"  {part:28} {a_name + '/' + b_name:21} {ratio:5.2f}  "
                  f"{a_name} {_spread(a, unit_scale)} vs {b_name} "
                  f"{_spread(b, unit_scale)} {unit}: "
                  + (f"{a_name} {word}" if word != NOISE else word))
@@ -247,7 +247,8 @@ def report(args, res, tds, placement=None, out=print):
             jobs = [hugetlb_jobs(r).get(kb) for r in runs]
             us = [j["us"] for j in jobs if j]
             thr = sorted({j["threads"] for j in jobs if j})
-            out(f"{size:4} {spec:{w}} {_fmt_pages(huge_pages(runs[0], kb)):>16} "
+            pages = _fmt_pages(huge_pages(runs[0], kb))
+            out(f"{size:4} {spec:{w}} {pages:>16} "
                 f"{','.join(map(str, thr)) or '-':>7}  "
                 + (_spread(us, 1, '{:.0f}') if us else "no job report"))
 
@@ -317,8 +318,9 @@ def report(args, res, tds, placement=None, out=print):
     out("\nChecks:")
     for spec, runs in res.items():
         bad = [(i, r["bad"][0]) for i, r in enumerate(runs) if r["bad"]]
+        first = f": {bad[0]}" if bad else ""
         rep.check(not bad, f"{spec}: {len(runs)} boots clean (no BUG, "
-                  f"WARNING, lockdep report){': ' + str(bad[0]) if bad else ''}")
+                  f"WARNING, lockdep report){first}")
     ok, val = equal_pages(res, deferred_pages)
     rep.check(ok and bool(val), "deferred pages per node equal in every boot "
               f"of every engine ({_fmt_pages(val) if ok else val})")
@@ -335,7 +337,8 @@ def report(args, res, tds, placement=None, out=print):
                           f"free_test failed (rc={t['rc']})")
         for what in ("munmap", "exit"):
             for mode in ("serial", "parallel"):
-                rs = [t for t in tdw if t["what"] == what and t["mode"] == mode]
+                rs = [t for t in tdw
+                      if t["what"] == what and t["mode"] == mode]
                 good = sum(path_ran(t) for t in rs)
                 name = PATH_NAMES[what] if mode == "parallel" else "serial"
                 rep.check(bool(rs) and good == len(rs),
