@@ -191,5 +191,44 @@ class Report(unittest.TestCase):
         self.assertRegex(text, r"hugetlb 2M .* 1\.00 .*" + runreport.NOISE)
 
 
+PLACEMENT_LOG = """\
+[    0.8] HugeTLB: gigantic pages of node 0 initialised on node 0
+[    0.8] HugeTLB: gigantic pages of node 1 initialised on node 0
+ pgdatinit0-39 [000] ..... 0.88: mtjob_run: name=deferred_init_memmap \
+caller=deferred_init_memmap engine=%(e)s start=1 size=2 max_threads=2 \
+threads=2 off_node=3 ret=0 duration_ns=1
+ pgdatinit1-40 [002] ..... 0.89: mtjob_run: name=deferred_init_memmap \
+caller=deferred_init_memmap engine=%(e)s start=1 size=2 max_threads=2 \
+threads=2 off_node=1 ret=0 duration_ns=1
+ init-1 [000] ..... 0.98: mtjob_run: name=hugetlb_pages_alloc_boot \
+caller=hugetlb_pages_alloc_boot engine=%(e)s start=0 size=1024 \
+max_threads=4 threads=4 off_node=7 ret=0 duration_ns=1
+"""
+
+
+class Placement(unittest.TestCase):
+    def test_counts(self):
+        c = runreport.placement_counts(PLACEMENT_LOG % {"e": "rust"})
+        self.assertIsNone(c["helpers"])     # no MTJOB-TRACE section
+        self.assertEqual(c["gigantic"], (1, 2))
+        # The 2M job has no home node: its count is not taken.
+        self.assertEqual(c["chunks"], {"deferred_init_memmap": (4, "rust")})
+
+    def test_sum_and_padata_not_counted(self):
+        c = runreport.placement_counts(PLACEMENT_LOG % {"e": "padata"})
+        t = runreport.sum_counts([c, c])
+        self.assertEqual(t["gigantic"], (2, 4))
+        lines = []
+        runreport.print_placement((2, 4, 2, {"padata": t}), lines.append)
+        self.assertIn("chunks off node: not counted by padata", lines[-1])
+        self.assertIn("1G page init off node: 2 of 4", lines[-1])
+
+    def test_one_trace_event_list(self):
+        p = runreport.placement_params()
+        self.assertEqual(p.count("trace_event="), 1)
+        self.assertIn("mtjob:mtjob_run", p)
+        self.assertIn("workqueue:workqueue_execute_start", p)
+
+
 if __name__ == "__main__":
     unittest.main()
