@@ -46,8 +46,9 @@
  *   MAX_GATHER_BATCH_COUNT, so every round of a long teardown decides again.
  *
  * - Helpers are kworkers: nice 0, root cgroup.  The CPU time they spend
- *   freeing (task_sched_runtime()) is charged to the caller's cgroups after
- *   the job (sched_account_offload(): cpu.stat usage_usec and system_usec).
+ *   freeing (task_sched_runtime()) is charged to the caller after the job
+ *   (sched_account_offload(): its cgroups' cpu.stat usage_usec and
+ *   system_usec, its own system time and CPU clock).
  *   Tasks whose CPU use is restricted in any way stay serial
  *   (sched_task_offload_allowed()), as do kernel threads (the OOM reaper),
  *   teardowns of another task's mm (process_mrelease(), and the old mm that

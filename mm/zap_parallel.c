@@ -56,11 +56,13 @@
  *   and starts a new segment every @target of them, @target being the
  *   smallest chunk's entries or the entries over ZAP_SEGS_MAX, whichever
  *   is more.  So a sparse address space (a JVM or Go heap reservation, an
- *   ASan shadow, 64 GiB reserved and 2 GiB touched in one corner) is cut
+ *   ASan shadow, 64 GiB reserved and 1 GiB touched in one corner) is cut
  *   where its pages are, and every chunk carries a comparable share.  An
- *   entry is a page table of up to PTRS_PER_PTE entries or one PMD leaf:
- *   the walk's cost is one read per populated PMD entry, about a 512th of
- *   the zap's.  The helpers find their VMAs in the maple tree (mt_find(),
+ *   entry is a page table of up to PTRS_PER_PTE entries or one PMD leaf,
+ *   weighed alike.  The walk reads every entry of each PMD table present,
+ *   twice (one pass counts, one cuts): a 512th of the zap's reads when the
+ *   page tables are full, about as many as the zap's when each holds a
+ *   page or two.  The helpers find their VMAs in the maple tree (mt_find(),
  *   under RCU; the VMAs themselves stay because the caller holds
  *   mmap_read_lock() until every helper is done).
  *
@@ -80,17 +82,20 @@
  *   mm with freed_tables set: a flush per chunk that a serial exit does
  *   not do, and on arm64 a broadcast TLBI per chunk where a fullmm exit
  *   issues none before free_pgtables().  The upgrade is for a zapper that
- *   skips an entry another cleared and must not return before that
- *   entry's flush (MADV_DONTNEED beside munmap()): a chunk's thread skips
- *   no entry of another's (the segments are disjoint), frees only what it
- *   cleared, after its own flush, and nothing waits for its return but the
- *   job.  So a chunk's gather is marked (mmu_gather.exit_zap_chunk) and
- *   keeps the last flush of a fullmm gather, exactly what each batch of
+ *   skipped an entry another had cleared and whose caller then relies on
+ *   that entry being flushed (MADV_DONTNEED beside munmap()).  Nothing
+ *   relies on a chunk's result before exit_mmap() takes mmap_write_lock():
+ *   the job only returns to exit_mmap(), whose own gather frees the page
+ *   tables with freed_tables set, and the only other zapper, the OOM
+ *   reaper, keeps its own upgrade and holds mmap_read_lock(), which that
+ *   write lock waits for.  A chunk frees only pages it cleared, after its
+ *   own flush.  So a chunk's gather is marked (mmu_gather.exit_zap_chunk)
+ *   and keeps the last flush of a fullmm gather, exactly what each batch of
  *   the serial exit gets: on arm64 none (the ASID is not reused before the
  *   whole TLB is invalidated), on x86 flush_tlb_mm() without freed_tables
- *   (lazy CPUs flush when they switch).  Page tables are freed once, by the
- *   caller, in free_pgtables() after the join, and exit_mmap()'s own gather
- *   keeps its upgrade.
+ *   (lazy CPUs are not interrupted: their stale entries are dropped before
+ *   they run the mm, or another on that PCID, again).  Page tables are
+ *   freed once, by the caller, in free_pgtables() after the join.
  *
  * - The OOM reaper and process_mrelease().  The check above is a snapshot:
  *   process_mrelease() may still start __oom_reap_task_mm() under its own
@@ -472,14 +477,21 @@ static int zap_vma_node(struct vm_area_struct *vma)
 
 /*
  * Asked by the caller alone, under its mmap_read_lock(), before any chunk
- * runs (struct mtjob): the node of the first VMA of segment @index.
+ * runs (struct mtjob): the node of the first VMA helpers may zap in segment
+ * @index.
  */
 static int zap_parallel_node_of(unsigned long index, void *arg)
 {
 	struct zap_job *zj = arg;
-	struct vm_area_struct *vma = find_vma(zj->mm, zj->seg[index]);
+	struct vm_area_struct *vma;
+	unsigned long addr, hi;
 
-	return vma ? zap_vma_node(vma) : NUMA_NO_NODE;
+	zap_segs_range(zj, index, index + 1, &addr, &hi);
+	while ((vma = mt_find(&zj->mm->mm_mt, &addr, hi - 1))) {
+		if (zap_parallel_vma_ok(vma))
+			return zap_vma_node(vma);
+	}
+	return NUMA_NO_NODE;
 }
 
 /* Does a VMA helpers may zap, from @first on, have a node of its own? */
@@ -547,6 +559,11 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
 		return false;
 	if (!mtjob_may_use_helpers(GFP_NOWAIT) || !zap_parallel_allowed(mm)) {
 		count_vm_event(PARALLEL_ZAP_REFUSED);
+		return false;
+	}
+	/* No idle CPU: not worth a walk of the page tables. */
+	if (!sched_offload_idle_cpus(current, 1)) {
+		count_vm_event(PARALLEL_ZAP_BUSY);
 		return false;
 	}
 	/* Count first: segments of equal entries, as many as fit a page. */
