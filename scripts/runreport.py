@@ -59,6 +59,20 @@ PATH_COUNTERS = {"munmap": ("tlb_parallel_free", "tlb_parallel_free_threads"),
 PATH_NAMES = {"munmap": "parallel free", "exit": "parallel zap"}
 
 
+# A host load average (1 minute) from this on before the first boot means
+# other work shares the cores the guest's vCPUs run on.
+BUSY_LOAD = 0.5
+
+
+def host_load():
+    """The host's 1-minute load average, or None."""
+    try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def verdict(a, b, tie=TIE):
     """(median(A) / median(B), word) for times A and B (lower is better);
     the word by RULE: "faster" (A is), "slower" or NOISE."""
@@ -214,6 +228,11 @@ def report(args, res, tds, placement=None, out=print):
            " (no lockdep or debug objects)")
         + f", {args.accel.upper()}; {args.repeat} boot(s) per engine, "
         "engines alternating boot by boot; times us unless said")
+    load = getattr(args, "host_load", None)
+    if load is not None:
+        out(f"host load average before the first boot: {load:.2f}"
+            + (" (something else was running: timings are noisier than on "
+               "an idle machine)" if load >= BUSY_LOAD else " (idle)"))
 
     # 1. Deferred init.
     out("\n1. Deferred struct page init, per node: pages, threads, median "
@@ -485,6 +504,7 @@ def run(args, boot, save_log, kconfig):
     """Boot every engine ARGS.repeat times, alternating, and report; BOOT,
     SAVE_LOG and KCONFIG are guest.py's.  Returns the exit code."""
     benchplot.pyplot()              # before the boots, not after them
+    args.host_load = host_load()
     args.debug = [o for o in ("PROVE_LOCKING", "DEBUG_OBJECTS", "KASAN",
                               "KCSAN") if kconfig(args, o) == "y"]
     extra = boot_params(args.nodes, args.cpus)

@@ -154,6 +154,14 @@ class Report(unittest.TestCase):
         self.assertIn(runreport.RULE, text)
         self.assertIn("one vCPU per node", text)
 
+    def test_busy_host_said(self):
+        res = {"rust": [guest.parse(boot_log("rust"), "rust", 1.0)]}
+        a = args()
+        a.host_load = 2.4
+        runreport.report(a, res, [], out=self.lines.append)
+        self.assertTrue(any("load average before the first boot: 2.40 "
+                            "(something else" in x for x in self.lines))
+
     def test_unequal_deferred_pages_fail(self):
         res = {"rust": [guest.parse(boot_log("rust"), "rust", 1.0)],
                "padata": [guest.parse(boot_log("padata", pages=(1000, 2001)),
