@@ -27,23 +27,23 @@ QEMU_CONFIG := $(OVERLAY)/tests/qemu_configs/x86_64_numa.py
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 export KERNEL_SRC
 
-# 'make run' options.
+# The guests' options (make run, the benchmarks).
 MEM     ?= 8
 CPUS    ?= 4
 NODES   ?= 2
 REPEAT  ?= 3
-ENGINES ?= rust,padata,serial,rust:mtjob.max_threads=1
 APPEND  ?=
 # 'make run' and 'make bench-hugetlb' time what they boot: no more vCPUs than
 # the host has cores (min(4, nproc), a multiple of NODES, at least NODES),
 # unless CPUS= is given; make run boots each engine 5 times unless REPEAT=
-# is given, rust, padata and serial unless ENGINES= is.
+# is given, and ENGINES (ENGINE[:PARAM], comma-separated) rust, padata and
+# serial.
 given = $(filter command line environment,$(origin $(1)))
 FAIR_CPUS = $(if $(call given,CPUS),$(CPUS),$(shell n=$$(nproc); \
 	c=$$(( n < 4 ? n : 4 )); c=$$(( c / $(NODES) * $(NODES) )); \
 	echo $$(( c < $(NODES) ? $(NODES) : c ))))
 RUN_REPEAT = $(if $(call given,REPEAT),$(REPEAT),5)
-RUN_ENGINES = $(if $(call given,ENGINES),$(ENGINES),rust,padata,serial)
+ENGINES ?= rust,padata,serial
 
 # The benchmarks' plots need matplotlib (Debian's python3-matplotlib, which
 # a pyenv or venv python3 earlier in PATH does not see): the first python3
@@ -211,7 +211,7 @@ run: kernel-bench
 	@start=$$(date +%s); \
 	$(PYTHON_PLOT) scripts/guest.py run --kbuild $(KBUILD_BENCH) \
 		--mem $(MEM) --cpus $(FAIR_CPUS) --nodes $(NODES) \
-		--repeat $(RUN_REPEAT) --engines $(RUN_ENGINES) --append "$(APPEND)" \
+		--repeat $(RUN_REPEAT) --engines $(ENGINES) --append "$(APPEND)" \
 		--prealloc-auto $(if $(filter 0,$(TEARDOWN)),--no-teardown) \
 		$(if $(filter 0,$(PLACEMENT)),--no-placement); \
 	rc=$$?; echo "run: $$(( $$(date +%s) - start )) s after the kernel build"; \
