@@ -354,15 +354,19 @@ zap_nomem() {
 #   ZAPMREMAP split_pmd=<thp_split_pmd delta> mthp64=<64 KiB folios faulted>
 # the PMD THPs mremap() made PTE-mapped and the small large folios made.
 mremap_folios() {
-	local t=/sys/kernel/mm/transparent_hugepage/hugepages-64kB old s0 m0 rc
+	local g=/sys/kernel/mm/transparent_hugepage t old gold s0 m0 rc
+	t=$g/hugepages-64kB
 	old=$(sed 's/.*\[\(.*\)\].*/\1/' $t/enabled)
-	echo always > $t/enabled || return 1
+	gold=$(sed 's/.*\[\(.*\)\].*/\1/' $g/enabled)
+	# PMD THPs where free_test asks (MADV_HUGEPAGE), 64 KiB elsewhere.
+	echo madvise > $g/enabled && echo always > $t/enabled || return 1
 	s0=$(vmstat thp_split_pmd) m0=$(cat $t/stats/anon_fault_alloc)
 	free_test mremap "$1"
 	rc=$?
 	echo "ZAPMREMAP split_pmd=$(($(vmstat thp_split_pmd) - s0))" \
 		"mthp64=$(($(cat $t/stats/anon_fault_alloc) - m0))"
 	echo "$old" > $t/enabled
+	echo "$gold" > $g/enabled
 	return $rc
 }
 
