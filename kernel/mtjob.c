@@ -325,18 +325,30 @@ static bool mtjob_one_thread(const struct mtjob *job, int max_threads)
  * the engine's scope, so that lockdep learns the same ordering from it as
  * from the site's larger jobs.
  */
+/*
+ * The join's acquisition of the call site's class; nothing without lockdep.
+ * Inlined, so that a report names the caller as the engine's join would.
+ */
+static __always_inline void mtjob_lockdep_join(struct lock_class_key *key,
+					       const char *class_name)
+{
+#ifdef CONFIG_LOCKDEP
+	struct lockdep_map map;
+
+	lockdep_init_map_type(&map, class_name, key, 0, LD_WAIT_INV,
+			      LD_WAIT_INV, LD_LOCK_NORMAL);
+	lock_map_acquire(&map);
+	lock_map_release(&map);
+#endif
+}
+
 static int mtjob_run_alone(const struct mtjob *job, bool off_node,
 			   struct mtjob_report *report,
 			   struct lock_class_key *key, const char *class_name)
 {
 	int ret = mtjob_chunk(job, job->start, job->start + job->size);
-	struct lockdep_map map;
 
-	/* Without lockdep, an empty map and no code. */
-	lockdep_init_map_type(&map, class_name, key, 0, LD_WAIT_INV,
-			      LD_WAIT_INV, LD_LOCK_NORMAL);
-	lock_map_acquire(&map);
-	lock_map_release(&map);
+	mtjob_lockdep_join(key, class_name);
 	report->nr_threads = 1;
 	report->nr_off_node = off_node;
 	return ret;

@@ -189,6 +189,39 @@ class ZapCases(unittest.TestCase):
         self.assertTrue(ok(1, 2, 0, 0, 0, 0))
 
 
+class FreeMemory(unittest.TestCase):
+    """free_memory_checks(): a high reading before a case is not held
+    against it; a case that keeps memory fails."""
+
+    @staticmethod
+    def cases(*readings):
+        return [(f"c{i}", "0", str(b), str(a))
+                for i, (b, a) in enumerate(readings)]
+
+    def failed(self, cases):
+        checks = guest.Checks()
+        with open(os.devnull, "w") as devnull:
+            old, sys.stdout = sys.stdout, devnull
+            try:
+                guest.free_memory_checks(checks, "", cases, 32768)
+            finally:
+                sys.stdout = old
+        return checks.failed
+
+    def test_high_reading_before_a_case(self):
+        # CI of 51467d2: zap-exit-512m-thp-on then zap-mixed.
+        self.assertEqual(self.failed(self.cases(
+            (8057888, 8065584), (8065584, 8090944), (8090944, 8057944),
+            (8057944, 8069064))), 0)
+
+    def test_kept_memory_fails(self):
+        self.assertEqual(self.failed(self.cases(
+            (8057888, 8057900), (8057900, 8000000))), 2)
+        # A high reading excuses no more than it was high.
+        self.assertEqual(self.failed(self.cases(
+            (8057888, 8090944), (8090944, 8020000))), 2)
+
+
 class SparseShares(unittest.TestCase):
     """The sparse cases' traced exits: each of the two threads has at least
     SPARSE_MIN_SHARE of the job's CPU time."""
