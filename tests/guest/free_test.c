@@ -810,6 +810,20 @@ static void do_exit(size_t bytes, int thp)
 	close(fds[1]);
 }
 
+/* Waits for the child @pid of the @what workload; exits 1 if it failed. */
+static void wait_child(pid_t pid, const char *what)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid)
+		die("waitpid");
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		fprintf(stderr, "free_test: %s: child status %d\n", what,
+			status);
+		exit(1);
+	}
+}
+
 /*
  * A sparse address space (a JVM or Go heap reservation): 64 GiB reserved,
  * @bytes touched in its last @bytes (@how "corner") or spread over every
@@ -819,7 +833,7 @@ static void do_exit(size_t bytes, int thp)
 static void do_sparse(const char *how, size_t bytes)
 {
 	size_t size = 64UL << 30, block = 2UL << 20;
-	int status, spread = !strcmp(how, "spread");
+	int spread = !strcmp(how, "spread");
 	pid_t pid;
 
 	if (!spread && strcmp(how, "corner")) {
@@ -854,10 +868,7 @@ static void do_sparse(const char *how, size_t bytes)
 		}
 		_exit(0);
 	}
-	if (waitpid(pid, &status, 0) != pid)
-		die("waitpid");
-	if (!WIFEXITED(status) || WEXITSTATUS(status))
-		exit(1);
+	wait_child(pid, "sparse");
 }
 
 /* @bytes at a new place, @off past a 2 MiB boundary; the old one freed. */
@@ -883,7 +894,6 @@ static char *move_off(char *p, size_t bytes, size_t off)
 static void do_mremap(size_t bytes)
 {
 	size_t block = 2UL << 20, off;
-	int status;
 	pid_t pid;
 
 	if (!bytes || bytes % block) {
@@ -919,12 +929,7 @@ static void do_mremap(size_t bytes)
 				_exit(3);
 		_exit(0);
 	}
-	if (waitpid(pid, &status, 0) != pid)
-		die("waitpid");
-	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-		fprintf(stderr, "free_test: mremap: child status %d\n", status);
-		exit(1);
-	}
+	wait_child(pid, "mremap");
 }
 
 static void do_fork(size_t bytes)
