@@ -173,9 +173,9 @@
 /* vm.parallel_zap_max_helpers: two per node with memory, as the free. */
 #define ZAP_PARALLEL_HELPERS_PER_NODE	2
 /*
- * Segments at most: one page of boundaries (512 with 4 KiB pages), which
- * is 128 chunks of four for each of 128 threads (mtjob's CHUNKS_PER_THREAD)
- * before a segment must grow beyond the smallest chunk.
+ * Segments at most: one page of boundaries (512 with 4 KiB pages), enough
+ * for mtjob's four chunks a thread (CHUNKS_PER_THREAD) of one segment each
+ * for 128 threads; beyond that, chunks of several segments.
  */
 #define ZAP_SEGS_MAX			(PAGE_SIZE / sizeof(unsigned long))
 
