@@ -57,7 +57,7 @@ KMAKE = $(MAKE) -C $(TREE) O=$(KBUILD) LLVM=$(LLVM)
 .PHONY: all setup setup-if-needed base apply sync diff config kernel kernel-norust \
 	boottest-norust kernel-bench run check check-full \
 	kconfig-modversions kernel-modversions boottest-modversions \
-	rustfmt series series-build bench-hugetlb bench-free bench-engine \
+	rustfmt rust-analyzer series series-build bench-hugetlb bench-free bench-engine \
 	bench-deferred stress clean distclean help
 
 all: help
@@ -70,6 +70,7 @@ help:
 	@echo "make apply   write the overlay into $(TREE)"
 	@echo "make sync    bring edits made in $(TREE) back into the overlay"
 	@echo "make kernel  apply, configure and build (incremental)"
+	@echo "make rust-analyzer  rust-project.json at the repository's root, for the editor (after make kernel)"
 	@echo "make bench-hugetlb  hugetlb boot allocation time: rust, padata, 1 thread"
 	@echo "make bench-free     munmap/exit time of 2/4/6 GiB: serial, parallel free (by node, interleaved), parallel zap"
 	@echo "make bench-engine   mtjob_run() vs padata_do_multithreaded(), same jobs, one boot"
@@ -144,7 +145,7 @@ kernel-norust: config
 # adds ftrace's function profiler, as distribution kernels have it, for the
 # per-phase split of 'make bench-free PHASES=1' (a patched-out call at each
 # function's entry when the profiler is off).
-BENCH_DEBUG_OFF := PROVE_LOCKING DEBUG_LOCK_ALLOC DEBUG_SPINLOCK DEBUG_MUTEXES \
+BENCH_DEBUG_OFF := PARALLEL_ZAP_REAPER_TEST TEST_HMM PROVE_LOCKING DEBUG_LOCK_ALLOC DEBUG_SPINLOCK DEBUG_MUTEXES \
 	DEBUG_WW_MUTEX_SLOWPATH DEBUG_RWSEMS DEBUG_RT_MUTEXES DEBUG_ATOMIC_SLEEP \
 	DEBUG_OBJECTS DEBUG_OBJECTS_WORK DEBUG_MEMORY_INIT
 BENCH_ON := FUNCTION_TRACER FUNCTION_GRAPH_TRACER FUNCTION_PROFILER
@@ -303,6 +304,21 @@ rustfmt: apply
 	@python3 scripts/overlay.py files --repo $(OVERLAY) | grep '[.]rs$$' | sed 's|^|$(TREE)/|' | \
 		xargs rustfmt --edition 2021 --config-path $(TREE)/.rustfmt.toml
 	@$(MAKE) -s sync
+
+# rust-project.json for rust-analyzer: the kernel's own target on $(TREE) and
+# $(KBUILD) (which must be configured and built: make kernel), then a copy at
+# the repository's root in which the crate roots that the overlay holds whole
+# (samples/rust/rust_mtjob.rs, and kernel/mtjob_rust.rs, which the kernel's
+# script does not list) are the overlay's files.  rust-analyzer finds a
+# crate's modules beside its root file: the kernel crate's (rust/kernel/...)
+# hang off lib.rs, which the overlay holds as a patch, so they resolve in
+# $(TREE) only; edit them there, then make sync.  It does not apply the
+# overlay, which would overwrite edits made in $(TREE).
+rust-analyzer:
+	@test -e $(KBUILD)/include/generated/rustc_cfg || \
+		{ echo "rust-analyzer: $(KBUILD) is not configured; run make kernel first"; exit 1; }
+	@$(KMAKE) -s rust-analyzer
+	@python3 scripts/overlay.py rust-project --repo $(OVERLAY) --tree $(TREE) --kbuild $(KBUILD)
 
 clean:
 	rm -rf $(KBUILD) $(SERIES_KBUILD) $(SERIES_OUT) $(BUILD)/logs \

@@ -132,11 +132,13 @@
 
 #include <linux/atomic.h>
 #include <linux/dax.h>
+#include <linux/delay.h>
 #include <linux/fs.h>
 #include <linux/jump_label.h>
 #include <linux/mempolicy.h>
 #include <linux/mm.h>
 #include <linux/mmu_notifier.h>
+#include <linux/moduleparam.h>
 #include <linux/mtjob.h>
 #include <linux/mutex.h>
 #include <linux/nodemask.h>
@@ -247,7 +249,41 @@ struct zap_job {
 	u64 caller_ns;
 	atomic64_t write_bytes;
 	atomic_t nr_dirtied;
+#ifdef CONFIG_PARALLEL_ZAP_REAPER_TEST
+	bool test_waited;
+#endif
 };
+
+#ifdef CONFIG_PARALLEL_ZAP_REAPER_TEST
+/*
+ * Test only, not for merging: the caller, after its first chunk, waits up
+ * to this long (ms) for a reaper (process_mrelease(), delayed by
+ * oom_kill.mrelease_test_delay_ms) to start __oom_reap_task_mm() on the mm,
+ * so that the two zap it at once while the helpers go on.
+ */
+static unsigned int test_wait_reaper_ms;
+module_param(test_wait_reaper_ms, uint, 0644);
+
+static void zap_test_wait_reaper(struct zap_job *zj)
+{
+	unsigned int ms = READ_ONCE(test_wait_reaper_ms);
+	unsigned long timeout = jiffies + msecs_to_jiffies(ms);
+
+	if (!ms || zj->test_waited)
+		return;
+	zj->test_waited = true;
+	while (!mm_flags_test(MMF_UNSTABLE, zj->mm) &&
+	       time_before(jiffies, timeout))
+		usleep_range(500, 1000);
+	if (mm_flags_test(MMF_UNSTABLE, zj->mm))
+		pr_info("zap_parallel: test: a reaper started on the mm of pid %d during its zap\n",
+			task_pid_nr(zj->caller));
+}
+#else
+static inline void zap_test_wait_reaper(struct zap_job *zj)
+{
+}
+#endif
 
 /*
  * A zap that finds a dirty PTE of a shared file mapping marks its folio
@@ -458,6 +494,7 @@ static int zap_parallel_chunk(unsigned long start, unsigned long end,
 		zap_helper_dirtied(zj, write_bytes, nr_dirtied);
 	} else {
 		zj->caller_ns += runtime;
+		zap_test_wait_reaper(zj);
 	}
 	return 0;
 }

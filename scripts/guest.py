@@ -104,14 +104,14 @@ def die(msg):
 # in parallel at the lowest threshold (free.sh's mm_selftests): those whose
 # processes map, fork, exit and munmap() in ways the zap must get right
 # (process_mrelease(), COW, mlock, guard regions, droppable, sealed and
-# hugetlb mappings), built statically from the kernel tree.
-# The test kernel enables what they need (tests/mtjob.kunitconfig).
-# Left out: map_populate, which needs socketpair() (CONFIG_NET and
-# CONFIG_UNIX: a network stack the test kernel has no other use for).
+# hugetlb mappings, device-private memory of the HMM test driver), built
+# statically from the kernel tree.  The test kernel enables what they need
+# (tests/mtjob.kunitconfig: TEST_HMM for hmm-tests, NET and UNIX for
+# map_populate's socketpair()).
 MM_SELFTESTS = (
-    "cow", "droppable", "guard-regions", "hugetlb-madvise",
+    "cow", "droppable", "guard-regions", "hmm-tests", "hugetlb-madvise",
     "ksm_functional_tests", "madv_populate", "map_fixed_noreplace",
-    "merge", "mkdirty", "mlock2-tests", "mrelease_test",
+    "map_populate", "merge", "mkdirty", "mlock2-tests", "mrelease_test",
     "mremap_dontunmap", "mseal_test", "process_madv", "soft-dirty",
     "uffd-unit-tests",
 )
@@ -849,6 +849,9 @@ ZAP_CASES = {
     # PMD THPs and 64 KiB folios moved off PMD alignment by mremap():
     # folios PTE-mapped across the chunks' boundaries (ZAPMREMAP).
     "zap-mremap": ("zapped by two threads or more", _zap_parallel),
+    # Half of it device-private (CONFIG_TEST_HMM's driver): HMMEXIT.
+    "zap-hmm": ("device-private entries: zapped by two threads or more",
+                _zap_parallel),
     # failslab fails the plan's allocation (ZAPNOMEM): the exit falls back.
     "zap-nomem": ("the plan's allocation failed: unmap_vmas()",
                   lambda pz, pzt, pzs, pzr, pzb, pzn: pz == 0 and pzn == 1),
@@ -868,6 +871,10 @@ ZAP_CASES = {
     # Which of the two comes first is timing: only the workload, memory
     # and a clean log count.
     "zap-mrelease": None,
+    # The test hooks (CONFIG_PARALLEL_ZAP_REAPER_TEST) have
+    # process_mrelease() reap while the job runs: ZAPMRELEASE and MRELEASE.
+    "zap-mrelease-late": ("zapped in parallel beside process_mrelease()",
+                          _zap_parallel),
     # Killed in munmap() or not: only the workload, memory and log count.
     "zap-oom": None,
     # 3 fork children of 64 MiB at the lowest threshold (512 pages): each
@@ -1056,6 +1063,20 @@ def zap_checks(check, log, args):
     check(m is not None and m.group(1) == "1",
           "zap-nomem: failslab failed exactly one allocation, the plan's "
           f"({m.group(0) if m else 'no ZAPNOMEM line'})")
+    m = re.search(r"^HMMEXIT mib=(\d+) migrated=(\d+)$", log, re.M)
+    check(m is not None and int(m.group(2)) == int(m.group(1)) * 256 // 2,
+          "zap-hmm: the HMM test driver migrated half of the child's pages "
+          "to device-private memory before its exit "
+          f"({m.group(0) if m else 'no HMMEXIT line'})")
+    m = re.search(r"^ZAPMRELEASE reaper=(-?\d+)$", log, re.M)
+    r = re.search(r"^MRELEASE late tries=(\d+) ret=(-?\d+) errno=(\d+)$",
+                  log, re.M)
+    check(m is not None and m.group(1) == "1" and r is not None
+          and r.group(2) == "0",
+          "zap-mrelease-late: process_mrelease() started its reap while the "
+          "exit's parallel zap ran, and succeeded "
+          f"({m.group(0) if m else 'no ZAPMRELEASE line'}; "
+          f"{r.group(0) if r else 'no MRELEASE line'})")
     m = ZAPMREMAP_RE.search(log)
     check(m is not None and int(m.group(1)) >= 1 and int(m.group(2)) >= 1,
           "zap-mremap: mremap() left PMD THPs and 64 KiB folios PTE-mapped "

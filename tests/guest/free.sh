@@ -349,6 +349,27 @@ zap_nomem() {
 	return $rc
 }
 
+# mrelease_late MIB: free_test mrelease-late with the test kernel's hooks
+# (CONFIG_PARALLEL_ZAP_REAPER_TEST): process_mrelease() sleeps 2 s between
+# finding the mm and reaping it, and the exit's zap waits up to 10 s, after
+# its first chunk, for the reaper to start.  Prints
+#   ZAPMRELEASE reaper=<the zap's "a reaper started" log lines>
+mrelease_late() {
+	local d=/sys/module/oom_kill/parameters/mrelease_test_delay_ms
+	local w=/sys/module/zap_parallel/parameters/test_wait_reaper_ms
+	local msg='zap_parallel: test: a reaper started' n0 rc
+	[ -w $d ] && [ -w $w ] ||
+		{ echo "free.sh: no $d or $w (CONFIG_PARALLEL_ZAP_REAPER_TEST)"; return 1; }
+	n0=$(dmesg | grep -c "$msg")
+	echo 2000 > $d && echo 10000 > $w || return 1
+	free_test mrelease-late "$1"
+	rc=$?
+	echo 0 > $d
+	echo 0 > $w
+	echo "ZAPMRELEASE reaper=$(($(dmesg | grep -c "$msg") - n0))"
+	return $rc
+}
+
 # mremap_folios MIB: free_test mremap MIB with 64 KiB anonymous folios
 # enabled (mTHP), then
 #   ZAPMREMAP split_pmd=<thp_split_pmd delta> mthp64=<64 KiB folios faulted>
@@ -429,6 +450,8 @@ zap_cases() {
 	run_zap zap-nomem zap_nomem 384
 	# Large folios PTE-mapped across the zap's chunk boundaries.
 	run_zap zap-mremap mremap_folios 256
+	# Device-private entries (the HMM test driver) in the exiting mm.
+	run_zap zap-hmm free_test hmm-exit 512
 	# Sparse address spaces: 64 GiB reserved, 1 GiB touched in one corner
 	# or spread over every block; one helper, so that the tracepoint's
 	# caller_cpu_ns and helper_ns are the two threads' shares.
@@ -455,6 +478,8 @@ zap_cases() {
 	run_zap zap-exec free_test execbig 384
 	# process_mrelease() reaps the mm while its exit may be zapping it.
 	run_zap zap-mrelease free_test mrelease 384
+	# process_mrelease() reaps while the job runs, by the test hooks.
+	run_zap zap-mrelease-late mrelease_late 512
 	# The OOM victim itself stays serial; its child (oom_score_adj -1000)
 	# exits with 900 MiB resident after it.
 	run_zap zap-oom oom_mid_teardown

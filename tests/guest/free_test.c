@@ -74,6 +74,15 @@
  *                                       parent kills it and reaps its mm
  *                                       with process_mrelease() while it
  *                                       exits
+ *   free_test mrelease-late MIB         the same, process_mrelease() reaping
+ *                                       while the exit is zapped in parallel
+ *                                       (the test kernel's hooks, see
+ *                                       do_mrelease_late()); the parent's
+ *                                       data, COW-shared, rewritten beside
+ *                                       it, is checked
+ *   free_test hmm-exit MIB              a child maps and touches MIB, has the
+ *                                       HMM test driver migrate half of it to
+ *                                       device-private memory, and exits
  *   free_test execbig MIB               a child maps and touches MIB, then
  *                                       execs sh: the old mm is dropped by
  *                                       exec, not by an exit
@@ -117,6 +126,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -608,6 +618,202 @@ static void do_mrelease(size_t bytes)
 		die("child");
 	close(pidfd);
 	report("mrelease", bytes, 0, 0);
+}
+
+/* The mrelease-late child's second thread: one long mprotect(), then sleep. */
+struct holdout {
+	char *p;
+	size_t bytes;
+	int fd;
+};
+
+static void *holdout_fn(void *arg)
+{
+	struct holdout *h = arg;
+
+	if (write(h->fd, "m", 1) != 1 || mprotect(h->p, h->bytes, PROT_READ))
+		_exit(1);
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* The parent's own thread beside it: rewrite and check its pages. */
+struct bystander {
+	char *p;
+	size_t bytes;
+	uint64_t gen;
+	volatile int stop;
+	int bad;
+	size_t bad_off;
+	uint64_t bad_got;
+};
+
+/* Records the first word of @b found wrong. */
+static void bystander_bad(struct bystander *b, size_t off, uint64_t got)
+{
+	if (!b->bad) {
+		b->bad = 1;
+		b->bad_off = off;
+		b->bad_got = got;
+	}
+}
+
+static void *bystander_fn(void *arg)
+{
+	struct bystander *b = arg;
+
+	while (!b->stop && !b->bad) {
+		for (size_t off = 0; off < b->bytes; off += PAGE) {
+			uint64_t *w = (uint64_t *)(b->p + off);
+
+			if (*w != (off ^ b->gen))
+				bystander_bad(b, off, *w);
+			*w = off ^ (b->gen + 1);
+		}
+		b->gen++;
+		usleep(2000);
+	}
+	return NULL;
+}
+
+/*
+ * process_mrelease() reaping while the exit is zapped in parallel, with the
+ * test kernel's hooks (CONFIG_PARALLEL_ZAP_REAPER_TEST, set by free.sh):
+ * process_mrelease() sleeps between finding the mm and reaping it, and the
+ * exit's zap waits, after its first chunk, for the reaper to start.  For
+ * the lookup to come before the last exit_mm(), the child's second thread
+ * is inside one mprotect() of 256 MiB of small pages (mmap_write_lock())
+ * when the SIGKILL comes, and the main thread's exit_mm() waits for it.
+ * The parent's 64 MiB, COW-shared with the child at fork(), is rewritten
+ * by a parent thread meanwhile and checked.  Up to 3 tries when the lookup
+ * still came too late (ESRCH).  Prints
+ *   MRELEASE late tries=N ret=<process_mrelease()'s return> errno=E
+ */
+static void do_mrelease_late(size_t bytes)
+{
+	size_t side = 64UL << 20, hold = 256UL << 20;
+	struct bystander b = { .p = map_touch(side, 0), .bytes = side };
+	int ready[2], status, pidfd, tries, ret = -1, err = 0;
+	pthread_t by;
+	pid_t pid;
+	char c;
+
+	if (pipe(ready))
+		die("pipe");
+	if (pthread_create(&by, NULL, bystander_fn, &b))
+		die("pthread_create");
+	for (tries = 1; tries <= 3; tries++) {
+		pid = fork();
+		if (pid < 0)
+			die("fork");
+		if (!pid) {
+			struct holdout h = { .bytes = hold, .fd = ready[1] };
+			pthread_t t;
+
+			map_touch(bytes, 0);
+			h.p = map_touch(hold, 0);
+			if (pthread_create(&t, NULL, holdout_fn, &h))
+				_exit(1);
+			for (;;)
+				pause();
+		}
+		if (read(ready[0], &c, 1) != 1)
+			die("read");
+		usleep(2000);
+		pidfd = syscall(SYS_pidfd_open, pid, 0);
+		if (pidfd < 0)
+			die("pidfd_open");
+		if (kill(pid, SIGKILL))
+			die("kill");
+		ret = getenv("FREE_TEST_NO_MRELEASE") ? 0 :
+		      syscall(SYS_process_mrelease, pidfd, 0);
+		err = ret ? errno : 0;
+		if (waitpid(pid, &status, 0) != pid || !WIFSIGNALED(status) ||
+		    WTERMSIG(status) != SIGKILL)
+			die("child");
+		close(pidfd);
+		if (!ret || err != ESRCH)
+			break;
+	}
+	b.stop = 1;
+	if (pthread_join(by, NULL))
+		die("pthread_join");
+	for (size_t off = 0; off < side && !b.bad; off += PAGE)
+		if (*(uint64_t *)(b.p + off) != (off ^ b.gen))
+			bystander_bad(&b, off, *(uint64_t *)(b.p + off));
+	if (b.bad) {
+		fprintf(stderr, "free_test: mrelease-late: the parent's data "
+			"changed under it: at %zu, pass %llu, %#llx (%#llx "
+			"expected)\n", b.bad_off, (unsigned long long)b.gen,
+			(unsigned long long)b.bad_got,
+			(unsigned long long)(b.bad_off ^ b.gen));
+		exit(1);
+	}
+	printf("MRELEASE late tries=%d ret=%d errno=%d\n", tries, ret, err);
+	report("mrelease-late", bytes, 0, 0);
+}
+
+/* lib/test_hmm_uapi.h's command and ioctl, for a device-private exit. */
+struct hmm_dmirror_cmd {
+	uint64_t addr;
+	uint64_t ptr;
+	uint64_t npages;
+	uint64_t cpages;
+	uint64_t faults;
+};
+
+#define HMM_DMIRROR_MIGRATE_TO_DEV	_IOWR('H', 0x02, struct hmm_dmirror_cmd)
+
+/*
+ * A child maps and touches MIB (THP off), has the HMM test driver
+ * (/dev/hmm_dmirror0, CONFIG_TEST_HMM) migrate its first half to device-
+ * private memory, and exits with those entries in its page tables.  Prints
+ *   HMMEXIT mib=MIB migrated=<pages the driver moved>
+ * from the child, before it exits.
+ */
+static void do_hmm_exit(size_t bytes)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		char *p = map_touch(bytes, 0);
+		size_t half = bytes / 2;
+		char *mirror = malloc(half);
+		struct hmm_dmirror_cmd cmd = {
+			.addr = (uintptr_t)p,
+			.ptr = (uintptr_t)mirror,
+			.npages = half / PAGE,
+		};
+		int fd = open("/dev/hmm_dmirror0", O_RDWR);
+
+		if (fd < 0)
+			die("open /dev/hmm_dmirror0");
+		if (!mirror)
+			die("malloc");
+		while (ioctl(fd, HMM_DMIRROR_MIGRATE_TO_DEV, &cmd))
+			if (errno != EINTR)
+				die("HMM_DMIRROR_MIGRATE_TO_DEV");
+		/* The mirror's copy of what was migrated is the data. */
+		for (size_t off = 0; off < half; off += PAGE)
+			if (*(uint64_t *)(mirror + off) != off) {
+				fprintf(stderr, "free_test: hmm-exit: the "
+					"device's copy differs at %zu\n", off);
+				_exit(1);
+			}
+		printf("HMMEXIT mib=%zu migrated=%llu\n", bytes >> 20,
+		       (unsigned long long)cmd.cpages);
+		fflush(stdout);
+		/* The fd stays open: exit_mm() runs before exit_files(). */
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		die("child");
+	report("hmm-exit", bytes, 0, 0);
 }
 
 static void do_execbig(size_t bytes)
@@ -1166,6 +1372,10 @@ int main(int argc, char **argv)
 		do_zapmix(mib(argv[2]));
 	else if (argc == 3 && !strcmp(argv[1], "mrelease"))
 		do_mrelease(mib(argv[2]));
+	else if (argc == 3 && !strcmp(argv[1], "hmm-exit"))
+		do_hmm_exit(mib(argv[2]));
+	else if (argc == 3 && !strcmp(argv[1], "mrelease-late"))
+		do_mrelease_late(mib(argv[2]));
 	else if (argc == 3 && !strcmp(argv[1], "execbig"))
 		do_execbig(mib(argv[2]));
 	else if (argc == 3 && !strcmp(argv[1], "threads"))
