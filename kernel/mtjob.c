@@ -41,8 +41,6 @@
 #define CREATE_TRACE_POINTS
 #include <trace/events/mtjob.h>
 
-#include "mtjob_internal.h"
-
 static const char * const mtjob_engine_names[] = {
 	[MTJOB_ENGINE_SERIAL]	= "serial",
 	[MTJOB_ENGINE_RUST]	= "rust",

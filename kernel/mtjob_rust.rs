@@ -3,8 +3,8 @@
 //! The Rust engine behind `mtjob_run()`: turns a checked C `struct mtjob` into a
 //! [`kernel::mtjob::Job`] over `usize` indices and runs it.
 //!
-//! C header: [`include/linux/mtjob.h`](srctree/include/linux/mtjob.h); the entry points are
-//! declared for `kernel/mtjob.c` in `kernel/mtjob_internal.h`.
+//! C header: [`include/linux/mtjob.h`](srctree/include/linux/mtjob.h), which also declares the
+//! entry points for `kernel/mtjob.c`; `#[export]` checks them against those prototypes.
 
 use core::num::NonZeroUsize;
 use kernel::{
@@ -119,7 +119,7 @@ fn run(
 ///
 /// Returns 0 or the error of creating the node workqueue (jobs then queue node-affine helpers on
 /// `system_dfl_wq`).
-#[no_mangle]
+#[export]
 pub extern "C" fn mtjob_rust_init() -> c_int {
     match kernel::mtjob::prepare_node_workqueue() {
         Ok(()) => 0,
@@ -132,7 +132,7 @@ pub extern "C" fn mtjob_rust_init() -> c_int {
 ///
 /// Returns what the previous setting still had to count: 0 if it failed a helper or was off.
 #[cfg(CONFIG_MTJOB_KUNIT_TEST)]
-#[no_mangle]
+#[export]
 pub extern "C" fn mtjob_rust_fail_nth_helper(nth: kernel::ffi::c_uint) -> kernel::ffi::c_uint {
     let left = kernel::mtjob::fail_helper::set(nth as usize);
     kernel::ffi::c_uint::try_from(left).unwrap_or(kernel::ffi::c_uint::MAX)
@@ -151,7 +151,7 @@ pub extern "C" fn mtjob_rust_fail_nth_helper(nth: kernel::ffi::c_uint) -> kernel
 /// function returns. `report` must point to a valid `struct mtjob_report` that nobody else
 /// accesses during the call. `key` must point to the static lock class key of the call site
 /// (`mtjob_run()`), and `class_name` to a static C string (only read with `CONFIG_LOCKDEP`).
-#[no_mangle]
+#[export]
 pub unsafe extern "C" fn mtjob_rust_run(
     job: *const bindings::mtjob,
     max_threads: c_int,

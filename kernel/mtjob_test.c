@@ -24,8 +24,6 @@
 #include <linux/spinlock.h>
 #include <linux/topology.h>
 
-#include "mtjob_internal.h"
-
 #define MAX_CHUNKS	1024
 
 struct chunk_rec {

@@ -16,10 +16,15 @@ Commands:
          files are re-diffed into ``X.patch``.
   diff   print the whole change as one diff against base (for checkpatch).
   files  list the tree paths the overlay adds or changes.
+  rust-project
+         write REPO/rust-project.json for rust-analyzer from the one that
+         the kernel's 'make rust-analyzer' wrote in KBUILD, with the crate
+         roots that the overlay holds whole at their overlay paths.
 """
 
 import argparse
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -235,19 +240,83 @@ def cmd_files(repo, tree):
         print(rel)
 
 
+def cmd_rust_project(repo, tree, kbuild):
+    """REPO/rust-project.json: KBUILD's, with the overlay's crate roots.
+
+    rust-analyzer finds a crate's modules by their place beside its root
+    file, and matches the file an editor opens by its path.  A crate whose
+    root the overlay holds whole (a sample, kernel/mtjob_rust.rs) can be
+    rooted at the overlay's copy, and 'kernel::' resolves there.  The
+    kernel crate's modules (rust/kernel/...) hang off rust/kernel/lib.rs,
+    which the overlay holds as a patch: they resolve only in TREE.  The
+    kernel's script lists crate roots under samples/ and drivers/ only;
+    the overlay's others (a Makefile beside them builds NAME.o) are added
+    with the samples' dependencies.
+    """
+    src = os.path.join(kbuild, "rust-project.json")
+    if not os.path.exists(src):
+        die(f"{src} is missing; run the kernel's 'make rust-analyzer' first")
+    with open(src) as f:
+        project = json.load(f)
+    # The kernel's script writes real paths.
+    tree = os.path.realpath(tree)
+    crates = project["crates"]
+    index = {c["display_name"]: i for i, c in enumerate(crates)}
+    roots = {c["root_module"]: c for c in crates}
+    sample = next((c for c in crates
+                   if c["root_module"].startswith(
+                       os.path.join(tree, "samples") + "/")), None)
+    moved = added = 0
+    for rel, path, is_patch in sorted(overlay_files(repo)):
+        if is_patch or not rel.endswith(".rs"):
+            continue
+        in_tree = os.path.join(tree, rel)
+        crate = roots.get(in_tree)
+        if crate is not None:
+            crate["root_module"] = path
+            moved += 1
+            continue
+        stem = os.path.basename(rel)[:-len(".rs")]
+        built = False
+        for kb in ("Makefile", "Kbuild"):
+            try:
+                with open(os.path.join(os.path.dirname(in_tree), kb)) as f:
+                    built = built or f"{stem}.o" in f.read()
+            except FileNotFoundError:
+                pass
+        if not built or sample is None or stem in index:
+            continue
+        crates.append({**sample, "display_name": stem, "root_module": path})
+        index[stem] = len(crates) - 1
+        added += 1
+    out = os.path.join(repo, "rust-project.json")
+    with open(out, "w") as f:
+        json.dump(project, f, sort_keys=True, indent=4)
+        f.write("\n")
+    print(f"overlay: {out}: {len(crates)} crates, {moved} rooted in the "
+          f"overlay, {added} added")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("command", choices=("apply", "sync", "diff", "files"))
+    ap.add_argument("command",
+                    choices=("apply", "sync", "diff", "files", "rust-project"))
     ap.add_argument("--repo", default=os.path.dirname(
         os.path.dirname(os.path.abspath(__file__))))
     ap.add_argument("--tree", default=os.path.join(
         os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
         "build", "linux-7.3"))
+    ap.add_argument("--kbuild", default=os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        "build", "kbuild-7.3"))
     args = ap.parse_args()
+    repo, tree = os.path.abspath(args.repo), os.path.abspath(args.tree)
+    if args.command == "rust-project":
+        cmd_rust_project(repo, tree, os.path.abspath(args.kbuild))
+        return
     {"apply": cmd_apply, "sync": cmd_sync, "diff": cmd_diff,
-     "files": cmd_files}[args.command](
-        os.path.abspath(args.repo), os.path.abspath(args.tree))
+     "files": cmd_files}[args.command](repo, tree)
 
 
 if __name__ == "__main__":

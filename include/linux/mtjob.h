@@ -184,4 +184,18 @@ bool mtjob_may_use_helpers(gfp_t gfp);
 	__mtjob_run(job, report, &__mtjob_key, __func__);		\
 })
 
+/*
+ * The Rust engine's entry points (kernel/mtjob_rust.rs, built with
+ * CONFIG_MTJOB_RUST), for kernel/mtjob.c and its tests only.  Declared here,
+ * where the Rust bindings see them, so that #[export] checks the Rust
+ * definitions against these prototypes; declared without CONFIG_RUST too: the
+ * calls are compiled out with IS_ENABLED() rather than #ifdef.
+ */
+int mtjob_rust_run(const struct mtjob *job, int max_threads,
+		   struct mtjob_report *report, struct lock_class_key *key,
+		   const char *class_name);
+int mtjob_rust_init(void);
+/* Test hook for kernel/mtjob_test.c, built with CONFIG_MTJOB_KUNIT_TEST. */
+unsigned int mtjob_rust_fail_nth_helper(unsigned int nth);
+
 #endif /* _LINUX_MTJOB_H */

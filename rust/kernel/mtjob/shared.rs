@@ -244,6 +244,9 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
             let mut helper_nodes = NodeSet::new();
             let mut prev = Some(me);
             let mut spawned = 0;
+            // The join calls a cancelled helper's closure on this thread; the sweep below takes
+            // its chunks instead, so that it is counted and placed as the calling thread's.
+            let caller = current!().as_ptr().addr();
             for _ in 0..wanted {
                 let node = Self::helper_node(affinity, &nodes, &mut prev);
                 // A strict helper without a node would take nothing.
@@ -255,11 +258,15 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
                     break;
                 }
                 let res = match node {
-                    Some(n) => s.spawn_on_node(node_queue(), n, flags, move || {
-                        self.work(Some(n), Role::Helper);
+                    Some(n) => s.try_spawn_on_node(node_queue(), n, flags, move || {
+                        if current!().as_ptr().addr() != caller {
+                            self.work(Some(n), Role::Helper);
+                        }
                     }),
-                    None => s.spawn(workqueue::system_dfl(), flags, move || {
-                        self.work(None, Role::Helper);
+                    None => s.try_spawn(workqueue::system_dfl(), flags, move || {
+                        if current!().as_ptr().addr() != caller {
+                            self.work(None, Role::Helper);
+                        }
                     }),
                 };
                 // Out of memory: the job goes on with the helpers it has.
@@ -280,8 +287,9 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
                 caller_ran = self.work(Some(me), role);
             }
             // Helpers that did not start yet would find little or nothing left, or must not be
-            // waited for, or would only find the job failed: cancel them, the sweep below does
-            // what they would have done.
+            // waited for, or would only find the job failed: cancel them (the join calls their
+            // closures here, which return at once), the sweep below does what they would have
+            // done.
             let cancelled = if keep_helpers && self.error.load(Relaxed) == 0 {
                 0
             } else {

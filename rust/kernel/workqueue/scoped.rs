@@ -5,7 +5,8 @@
 //! [`scope!`] is the kernel's counterpart of `std::thread::scope`: its body gets a [`Scope`] on
 //! which it spawns closures as work items, on any queue and, for unbound queues, on a given
 //! node. The closures may borrow anything that outlives the call, because [`scope!`] returns only
-//! after every spawned item has either run to completion or was cancelled before it started.
+//! after every spawned closure has run exactly once: on a worker, or, if its item was cancelled
+//! before it started, on the calling thread in the join.
 //!
 //! The join is straight-line code in [`scope_with_key`] after the body returned, not a
 //! destructor: `mem::forget` cannot skip it (the pre-1.0 `thread::scoped` joined in `Drop`,
@@ -23,11 +24,13 @@
 //! # Forward progress
 //!
 //! An item that has not started waits for an idle worker of its queue, and creating a worker
-//! allocates with `GFP_KERNEL`. Only `WQ_MEM_RECLAIM` queues have a rescuer. A caller that must
-//! make progress under memory pressure (for example because it frees memory), or that runs in a
-//! work item itself, calls [`Scope::cancel_unstarted`] and does the cancelled items' work itself:
-//! the join then waits only for items already running. [`Scope::may_wait`] says when that is
-//! needed.
+//! allocates with `GFP_KERNEL`. Only `WQ_MEM_RECLAIM` queues have a rescuer. So the join waits
+//! for an item that has not started only when the calling thread may wait for one
+//! ([`Scope::may_wait`]: not in reclaim, not in a work item); otherwise it cancels the item and
+//! calls its closure itself, and waits only for items already running. A caller that would
+//! rather run the closures of items that have not started yet than wait for a worker calls
+//! [`Scope::cancel_unstarted`] first; the join calls them all the same. Either way every closure
+//! is called exactly once, and no caller needs to redo cancelled work by hand.
 //!
 //! [`scope!`]: crate::workqueue::scope
 
@@ -78,7 +81,7 @@ use core::{
 /// scope!("doc_sum", |s| -> Result {
 ///     for (i, part) in parts.iter_mut().enumerate() {
 ///         let drops = &drops;
-///         s.spawn(workqueue::system_dfl(), GFP_KERNEL, move || {
+///         s.try_spawn(workqueue::system_dfl(), GFP_KERNEL, move || {
 ///             *part = (i as u64 * 100..(i as u64 + 1) * 100).sum();
 ///             drops.add(1, Relaxed);
 ///         })?;
@@ -109,12 +112,15 @@ macro_rules! scope {
 ///
 /// # Guarantees
 ///
-/// When this function returns, every item spawned on the scope either was cancelled before its
-/// closure started (the closure was dropped, never called) or its closure has returned; the
-/// items' memory is freed and no workqueue holds a pointer to it.
+/// When this function returns, the closure of every item spawned on the scope has been called
+/// exactly once and has returned: on a worker, or on the calling thread in the join if the item
+/// was cancelled before it started ([`Scope::cancel_unstarted`], or the join's own cancel when
+/// the thread may not wait, see [`Scope::may_wait`]). The items' memory is freed and no workqueue
+/// holds a pointer to it. Closures must therefore not wait for one another: two of them may run
+/// one after the other on the calling thread.
 ///
-/// It must not be called before `workqueue_init()`, where no worker runs yet: the join's
-/// `flush_work()` would warn (and then cancel the item, whose closure is dropped uncalled).
+/// Before `workqueue_init()`, where no worker runs yet, the join's `flush_work()` warns; the
+/// join then cancels the item and calls its closure itself.
 ///
 /// The guarantee assumes that the calling thread reaches the join. If it dies inside `body` (an
 /// oops, or a Rust panic, which is `BUG()`: the thread is killed and nothing is unwound; on x86
@@ -167,7 +173,7 @@ enum State {
     Queued,
     /// A `cancel_work()` found it running or finished: it will not be queued again.
     Started,
-    /// Cancelled before it started: its closure was never called.
+    /// Cancelled before it started: its closure is the scope's thread's, to call in the join.
     Cancelled,
 }
 
@@ -192,6 +198,13 @@ trait ScopedWork {
     fn cancel_sync(&self);
     /// `flush_work()`: whether it waited for the item.
     fn flush(&self) -> bool;
+    /// Calls the closure on the current thread.
+    ///
+    /// # Safety
+    ///
+    /// [`ScopedWork::cancel`] returned true for the item, and this was not called before: no
+    /// worker claimed it, so the closure slot is the caller's.
+    unsafe fn run_cancelled(&self);
 }
 
 /// A scope in which work items that borrow from the caller are spawned.
@@ -210,8 +223,8 @@ trait ScopedWork {
 /// - An item is freed only when its state is `State::Cancelled` (its `cancel_work()` returned
 ///   true) or after the join's `flush_work()`/`cancel_work_sync()` for it returned.
 /// - An item's closure belongs to the worker once the worker claimed the item (cleared its
-///   pending bit), and to the scope's thread after a `cancel_work()` that returned true or after
-///   the join.
+///   pending bit), and to the scope's thread after a `cancel_work()` that returned true (the join
+///   then calls it, once) or after the join.
 pub struct Scope<'scope, 'env: 'scope> {
     items: RefCell<KVec<Entry>>,
     name: &'static CStr,
@@ -233,7 +246,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     ///
     /// Returns [`AllocError`] if memory could not be allocated; nothing was queued then and `f`
     /// was dropped without being called.
-    pub fn spawn<F>(
+    pub fn try_spawn<F>(
         &'scope self,
         queue: &'scope Queue,
         flags: Flags,
@@ -254,7 +267,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     ///
     /// # Errors
     ///
-    /// As [`Scope::spawn`].
+    /// As [`Scope::try_spawn`].
     ///
     /// # Examples
     ///
@@ -269,7 +282,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     ///     for _ in 0..4 {
     ///         let Some(n) = node else { break };
     ///         let ran = &ran;
-    ///         s.spawn_on_node(workqueue::system_dfl(), n, GFP_KERNEL, move || {
+    ///         s.try_spawn_on_node(workqueue::system_dfl(), n, GFP_KERNEL, move || {
     ///             ran.add(1, Relaxed);
     ///         })?;
     ///         node = NumaNode::next_with_cpus(Some(n));
@@ -279,7 +292,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// assert_eq!(ran.load(Relaxed), 4);
     /// # Ok::<(), Error>(())
     /// ```
-    pub fn spawn_on_node<F>(
+    pub fn try_spawn_on_node<F>(
         &'scope self,
         queue: &'scope Queue,
         node: NumaNode,
@@ -313,28 +326,22 @@ impl<'scope, 'env> Scope<'scope, 'env> {
             flags,
         )
         .map_err(|_| AllocError)?;
-        // SAFETY: the box is only turned into a raw pointer and back into a pinned box below; the
-        // item does not move.
-        let raw = KBox::into_raw(unsafe { Pin::into_inner_unchecked(item) });
-        let erased: *mut (dyn ScopedWork + 'scope) = raw;
-        // SAFETY: only the lifetime bound changes. The item is freed by the join, before `'scope`
-        // ends (see `Entry`), and nothing uses it after that.
-        let erased: *mut (dyn ScopedWork + 'static) = unsafe { core::mem::transmute(erased) };
-        // SAFETY: `erased` comes from `KBox::into_raw` just above; the item stays pinned, since
-        // `Entry` never moves it out of the box.
-        let item = unsafe { KBox::from_raw(erased) };
-        // Within the capacity reserved above: this does not allocate and cannot fail.
-        items.push(
-            Entry {
+        // INVARIANT: the item is owned by `items` from the push below, which frees it only after
+        // it was cancelled or its function returned; a failed push frees it before it is queued.
+        let item_ref = ScopedItemRef(NonNull::from(&*item));
+        // SAFETY: the item stays pinned: `Entry` holds the box and never moves the item out of it.
+        let item: KBox<ScopedItem<F>> = unsafe { Pin::into_inner_unchecked(item) };
+        let erased: KBox<dyn ScopedWork + 'scope> = item;
+        // SAFETY: only the lifetime bound changes, which leaves the layout as it is. The item is
+        // freed by the join, before `'scope` ends (see `Entry`), and nothing uses it after that.
+        let item: KBox<dyn ScopedWork + 'static> = unsafe { core::mem::transmute(erased) };
+        // Within the capacity reserved above: this does not allocate and does not fail.
+        items
+            .push_within_capacity(Entry {
                 item,
                 state: State::Queued,
-            },
-            flags,
-        )?;
-        // SAFETY: `raw` comes from `KBox::into_raw`, so it is not null.
-        // INVARIANT: the item is now owned by `items`, which frees it only after it was
-        // cancelled or its function returned.
-        let item_ref = ScopedItemRef(unsafe { NonNull::new_unchecked(raw) });
+            })
+            .map_err(|_| AllocError)?;
         // SAFETY: By the type invariants the item stays valid until its function has run or it
         // was cancelled, and the join in `scope_with_key` waits for that before `'scope` ends, so
         // the function is never called after the borrows of `F` expire. `ScopedItemRef<F>` is
@@ -348,10 +355,10 @@ impl<'scope, 'env> Scope<'scope, 'env> {
 
     /// Cancels every item that has not started yet and returns how many it cancelled.
     ///
-    /// A cancelled item's closure is never called; it is dropped by the join. Items that already
-    /// started are left alone, and the join waits only for them, unless more items are spawned
-    /// after this call (the join waits for those to run). A caller that needs the cancelled
-    /// items' work done does it itself.
+    /// The join calls a cancelled item's closure on the scope's thread, so that every closure
+    /// still runs exactly once; cancelling only keeps items that would start late off their
+    /// workers. Items that already started are left alone, and the join waits for them. Items
+    /// spawned after this call are joined as any other.
     ///
     /// # Examples
     ///
@@ -371,16 +378,17 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// let cancelled = scope!("doc_cancel", |s| -> Result<usize> {
     ///     for _ in 0..8 {
     ///         let (ran, token) = (&ran, Token(&dropped));
-    ///         s.spawn(workqueue::system_dfl(), GFP_KERNEL, move || {
+    ///         s.try_spawn(workqueue::system_dfl(), GFP_KERNEL, move || {
     ///             let _token = token;
     ///             ran.add(1, Relaxed);
     ///         })?;
     ///     }
     ///     Ok(s.cancel_unstarted())
     /// })?;
-    /// // Each item either ran or was cancelled, never both, never neither, and every closure was
-    /// // dropped by the time the scope returned.
-    /// assert_eq!(ran.load(Relaxed) + cancelled, 8);
+    /// // Every closure ran once, the cancelled ones on this thread in the join, and every closure
+    /// // was dropped by the time the scope returned.
+    /// assert!(cancelled <= 8);
+    /// assert_eq!(ran.load(Relaxed), 8);
     /// assert_eq!(dropped.load(Relaxed), 8);
     /// # Ok::<(), Error>(())
     /// ```
@@ -391,7 +399,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
                 continue;
             }
             // INVARIANT: `cancel_work()` returns true only if it took the item off the queue
-            // before its function started: the closure stays the scope's and is never called.
+            // before its function started: the closure stays the scope's, for the join to call.
             // Otherwise the item is running or done, and is not queued again.
             if entry.item.cancel() {
                 entry.state = State::Cancelled;
@@ -409,13 +417,14 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// may need a kworker allocated with `GFP_KERNEL`), nor, deliberately more strictly than
     /// `check_flush_dependency()`, when it runs a work item itself: its items may need a worker
     /// of a pool that is short of them, or a new one, and the scope does not know which queue
-    /// the caller runs on. Such a caller calls [`Scope::cancel_unstarted`] before the join and
-    /// does the cancelled items' work itself.
+    /// the caller runs on. The join asks this too: when it is false, the join cancels the items
+    /// that have not started and calls their closures itself. A caller that knows it will take
+    /// their work anyway (as `kernel::mtjob` does) calls [`Scope::cancel_unstarted`] earlier.
     pub fn may_wait(&self) -> bool {
         !super::in_work_item() && !current!().in_memalloc()
     }
 
-    /// Waits for every item that was not cancelled, then frees all items.
+    /// Calls the closures of the cancelled items, waits for the others, then frees all items.
     fn join(&self) {
         // As `flush_work()` does, but whether or not an item is still running, and even if no
         // item could be spawned: the caller's held locks now come before the class the items
@@ -425,26 +434,35 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         unsafe {
             lockdep_join(self.map.get())
         };
+        let may_wait = self.may_wait();
         let mut items = self.items.borrow_mut();
-        for entry in items.iter() {
+        for entry in items.iter_mut() {
+            if entry.state == State::Queued {
+                // Waits until its function has returned, if the thread may wait for an item that
+                // has not started. `flush_work()` also returns false for an item that already
+                // ran, and before `workqueue_init()`, when no worker can have started it.
+                if may_wait && entry.item.flush() {
+                    continue;
+                }
+                // INVARIANT: as in `cancel_unstarted`.
+                entry.state = if entry.item.cancel() {
+                    State::Cancelled
+                } else {
+                    State::Started
+                };
+            }
             match entry.state {
-                State::Cancelled => {}
+                // SAFETY: `cancel_work()` returned true for it, and the join, which calls this
+                // once per item, is the only caller.
+                State::Cancelled => unsafe { entry.item.run_cancelled() },
                 // A `cancel_work()` found it running or done, and it is never queued again: this
                 // waits for its function to return if it still runs, and unlike `flush_work()`
                 // needs no check for waiting on pending items (`check_flush_dependency()`).
                 State::Started => entry.item.cancel_sync(),
-                // Waits until its function has returned. `flush_work()` also returns false for
-                // an item that already ran, and before `workqueue_init()`, when no worker can
-                // have started it: then this cancels it.
-                State::Queued => {
-                    if !entry.item.flush() {
-                        entry.item.cancel_sync();
-                    }
-                }
+                State::Queued => {}
             }
         }
-        // INVARIANT: every item was cancelled or has returned from its function; freeing them
-        // drops the closures that never ran.
+        // INVARIANT: every item's closure has been called and has returned.
         drop(core::mem::take(&mut *items));
     }
 }
@@ -491,6 +509,15 @@ impl<F: FnOnce() + Send> ScopedWork for ScopedItem<F> {
     fn flush(&self) -> bool {
         self.work.flush()
     }
+
+    unsafe fn run_cancelled(&self) {
+        // SAFETY: no worker claimed the item and this is the only call, by the safety
+        // requirements: the closure slot is the calling thread's.
+        let func = unsafe { (*self.func.get()).take() };
+        if let Some(func) = func {
+            func();
+        }
+    }
 }
 
 impl<F: FnOnce() + Send> WorkItem for ScopedItem<F> {
@@ -521,10 +548,10 @@ struct ScopedItemRef<F>(NonNull<ScopedItem<F>>);
 unsafe impl<F: FnOnce() + Send> Send for ScopedItemRef<F> {}
 
 // SAFETY: `__enqueue` passes the `work_struct` of the item `self` points to, which is valid for
-// the call. By the type invariant the scope keeps the item alive until its function has run or a
-// `cancel_work*()` took it off the queue, so the pointer stays valid as long as `RawWorkItem`
-// requires. `Pin<KBox<T>>`'s implementation cannot be used: its `run` frees the item, which the
-// join still reads.
+// the call. By the type invariant the scope keeps the item alive until its function has run or
+// `cancel_work()` (`Work::cancel`) or `cancel_work_sync()` returned true for it, so the pointer
+// stays valid as long as `RawWorkItem` requires. `Pin<KBox<T>>`'s implementation cannot be used:
+// its `run` frees the item, which the join still reads.
 unsafe impl<F: FnOnce() + Send> RawWorkItem<0> for ScopedItemRef<F> {
     type EnqueueOutput = bool;
 

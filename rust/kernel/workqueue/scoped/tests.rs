@@ -3,6 +3,7 @@
 //! KUnit tests of scoped work ([`scope!`](crate::workqueue::scope)).
 
 use crate::{
+    bindings,
     prelude::*,
     sync::atomic::{
         Acquire,
@@ -39,7 +40,7 @@ mod cases {
         let mut slots = [0u32; 16];
         crate::scope!("scope_test_borrow", |s| -> Result {
             for (i, slot) in slots.iter_mut().enumerate() {
-                s.spawn(workqueue::system_dfl(), GFP_KERNEL, move || {
+                s.try_spawn(workqueue::system_dfl(), GFP_KERNEL, move || {
                     *slot = i as u32 + 1;
                 })?;
             }
@@ -58,7 +59,7 @@ mod cases {
         crate::scope!("scope_test_join", |s| -> Result {
             for _ in 0..4 {
                 let done = &done;
-                s.spawn(workqueue::system_dfl(), GFP_KERNEL, move || {
+                s.try_spawn(workqueue::system_dfl(), GFP_KERNEL, move || {
                     fsleep(Delta::from_millis(20));
                     done.fetch_add(1, Release);
                 })?;
@@ -70,17 +71,18 @@ mod cases {
     }
 
     /// Behind a running item of an ordered queue, the others cannot start: all of them are
-    /// cancelled, their closures dropped without being called, and the join does not wait for
-    /// them.
+    /// cancelled, and the join calls their closures on the test's thread, each once.
     #[test]
     fn cancel_before_start() -> Result {
         let queue = OwnedQueue::new_ordered(c"scope_test_ordered")?;
         let (ran, dropped) = (Atomic::new(0usize), Atomic::new(0usize));
+        let here = Atomic::new(0usize);
+        let me = current!().as_ptr().addr();
         let (started, go) = (Atomic::new(false), Atomic::new(false));
         let cancelled = crate::scope!("scope_test_cancel", |s| -> Result<usize> {
             let (r, st, g) = (&ran, &started, &go);
             let token = Token(&dropped);
-            s.spawn(&queue, GFP_KERNEL, move || {
+            s.try_spawn(&queue, GFP_KERNEL, move || {
                 let _token = token;
                 st.store(true, Release);
                 while !g.load(Acquire) {
@@ -89,9 +91,12 @@ mod cases {
                 r.add(1, Relaxed);
             })?;
             for _ in 0..7 {
-                let token = Token(&dropped);
-                s.spawn(&queue, GFP_KERNEL, move || {
+                let (token, here) = (Token(&dropped), &here);
+                s.try_spawn(&queue, GFP_KERNEL, move || {
                     let _token = token;
+                    if current!().as_ptr().addr() == me {
+                        here.add(1, Relaxed);
+                    }
                     r.add(1, Relaxed);
                 })?;
             }
@@ -105,8 +110,62 @@ mod cases {
             Ok(cancelled)
         })?;
         assert_eq!(cancelled, 7);
-        assert_eq!(ran.load(Relaxed), 1);
+        assert_eq!(ran.load(Relaxed), 8);
+        assert_eq!(here.load(Relaxed), 7);
         assert_eq!(dropped.load(Relaxed), 8);
+        Ok(())
+    }
+
+    /// A thread in reclaim (`PF_MEMALLOC`) that does not cancel anything: the join does not
+    /// `flush_work()` items that have not started (which warns, `check_flush_dependency()`), it
+    /// cancels them and calls their closures itself; every closure runs exactly once.
+    #[test]
+    fn memalloc_join_runs_every_closure_once() -> Result {
+        let queue = OwnedQueue::new_ordered(c"scope_test_memalloc")?;
+        let (ran, dropped) = (Atomic::new(0usize), Atomic::new(0usize));
+        let (started, go) = (Atomic::new(false), Atomic::new(false));
+        // SAFETY: `test_taint()` only reads the taint mask.
+        let warned_before = unsafe { bindings::test_taint(bindings::TAINT_WARN) } != 0;
+        let task = current!().as_ptr();
+        // SAFETY: the current task's own flags, which only it changes, as
+        // `memalloc_noreclaim_save()` does.
+        let old = unsafe { (*task).flags };
+        // SAFETY: as above.
+        unsafe { (*task).flags = old | bindings::PF_MEMALLOC };
+        let res = crate::scope!("scope_test_memalloc", |s| -> Result {
+            assert!(!s.may_wait());
+            let (r, st, g) = (&ran, &started, &go);
+            let token = Token(&dropped);
+            s.try_spawn(&queue, GFP_KERNEL, move || {
+                let _token = token;
+                st.store(true, Release);
+                while !g.load(Acquire) {
+                    fsleep(Delta::from_micros(100));
+                }
+                r.add(1, Relaxed);
+            })?;
+            for _ in 0..7 {
+                let token = Token(&dropped);
+                s.try_spawn(&queue, GFP_KERNEL, move || {
+                    let _token = token;
+                    r.add(1, Relaxed);
+                })?;
+            }
+            while !started.load(Acquire) {
+                fsleep(Delta::from_micros(100));
+            }
+            go.store(true, Release);
+            Ok(())
+        });
+        // SAFETY: as above.
+        unsafe { (*task).flags = old };
+        res?;
+        assert_eq!(ran.load(Relaxed), 8);
+        assert_eq!(dropped.load(Relaxed), 8);
+        // SAFETY: as above.
+        let warned = unsafe { bindings::test_taint(bindings::TAINT_WARN) } != 0;
+        // The join did not warn.
+        assert!(warned_before || !warned);
         Ok(())
     }
 
@@ -122,14 +181,14 @@ mod cases {
         crate::scope!("scope_test_outer", |s| -> Result {
             for _ in 0..2 {
                 let (inner_ran, errors, waited) = (&inner_ran, &errors, &waited);
-                s.spawn(&queue, GFP_KERNEL, move || {
+                s.try_spawn(&queue, GFP_KERNEL, move || {
                     let res = crate::scope!("scope_test_inner", |inner| -> Result {
                         // A work item may not wait for items that have not started.
                         if inner.may_wait() {
                             waited.add(1, Relaxed);
                         }
                         for _ in 0..3 {
-                            inner.spawn(workqueue::system_dfl(), GFP_KERNEL, move || {
+                            inner.try_spawn(workqueue::system_dfl(), GFP_KERNEL, move || {
                                 inner_ran.add(1, Relaxed);
                             })?;
                         }
@@ -160,7 +219,7 @@ mod cases {
 
     /// An item placed on a node runs, on every node with CPUs.
     #[test]
-    fn spawn_on_every_node() -> Result {
+    fn try_spawn_on_every_node() -> Result {
         let ran = Atomic::new(0usize);
         let mut nodes = 0;
         crate::scope!("scope_test_node", |s| -> Result {
@@ -168,7 +227,7 @@ mod cases {
             let mut node = first;
             loop {
                 let ran = &ran;
-                s.spawn_on_node(workqueue::system_dfl(), node, GFP_KERNEL, move || {
+                s.try_spawn_on_node(workqueue::system_dfl(), node, GFP_KERNEL, move || {
                     ran.add(1, Relaxed);
                 })?;
                 nodes += 1;
