@@ -57,7 +57,7 @@ KMAKE = $(MAKE) -C $(TREE) O=$(KBUILD) LLVM=$(LLVM)
 .PHONY: all setup setup-if-needed base apply sync diff config kernel kernel-norust \
 	boottest-norust kernel-bench run check check-full \
 	kconfig-modversions kernel-modversions boottest-modversions \
-	rustfmt rust-analyzer series series-build bench-hugetlb bench-free bench-engine \
+	rustfmt rust-analyzer series series-scope series-build bench-hugetlb bench-free bench-engine \
 	bench-deferred stress clean distclean help
 
 all: help
@@ -77,7 +77,8 @@ help:
 	@echo "make bench-deferred deferred init per engine on 5 guest shapes, 15 boots each"
 	@echo "make stress  sanitizers, random jobs, fault injection, hotplug, 8-node server (hours)"
 	@echo "make series  cut the overlay into the RFC patches (build/series-7.3/)"
-	@echo "make series-build  build every patch of the series in turn"
+	@echo "make series-scope  the scoped-work patches alone, with their own cover letter"
+	@echo "make series-build  build every patch of the series in turn (CONFIG_WERROR=y, W=1 on its C files)"
 
 setup:
 	@bash scripts/setup.sh
@@ -289,6 +290,13 @@ stress: kernel
 
 series: apply
 	@python3 scripts/series.py --tree $(TREE) --out $(SERIES_OUT)
+
+# The scoped-work part alone (the patches up to scope!(), with
+# series/cover-letter-scope.txt), a series that can be posted before the
+# rest; 'make series-build LAST=N' with N its last patch builds it alone.
+series-scope: apply
+	@python3 scripts/series.py --tree $(TREE) --out $(SERIES_OUT)-scope \
+		--upto 'add scoped work items' --cover $(OVERLAY)/series/cover-letter-scope.txt
 
 # SKIP_LAST=1 (make check, right after 'make kernel'): the last patch is the
 # overlay that $(KBUILD) holds, built with the same .config.  FIRST=N and

@@ -1360,6 +1360,68 @@ static void mtjob_test_lockdep_report(struct kunit *test)
 			       "no lockdep report for a join under a mutex its helpers take");
 }
 
+static int oops_in_scope;
+module_param(oops_in_scope, int, 0444);
+MODULE_PARM_DESC(oops_in_scope,
+		 "Run mtjob_test_oops_in_scope, which panics the kernel: a job's caller oopses in its chunk while helpers write to its stack");
+
+struct oops_job {
+	struct task_struct *caller;
+	int *bad;
+	unsigned long slots[64];
+};
+
+/*
+ * The caller oopses in its first chunk once the helpers are writing (a write
+ * through NULL, as a buggy chunk function would do); each helper chunk
+ * writes into the caller's stack (@arg) for 100 ms or more.
+ */
+static int oops_chunk(unsigned long start, unsigned long end, void *arg)
+{
+	struct oops_job *o = arg;
+	unsigned long i, n;
+
+	if (current == o->caller) {
+		msleep(20);
+		WRITE_ONCE(*o->bad, 1);
+	}
+	for (n = 0; n < 200; n++) {
+		for (i = start; i < end; i++)
+			WRITE_ONCE(o->slots[i % ARRAY_SIZE(o->slots)], n);
+		usleep_range(500, 1000);
+	}
+	return 0;
+}
+
+/*
+ * A thread that oopses with a workqueue scope open (here the Rust engine's,
+ * around a job whose helpers borrow the caller's stack) panics the kernel
+ * (kernel/workqueue_scope.c) instead of freeing the stack under the helpers.
+ * Booted alone with mtjob_test.oops_in_scope=1 (make check, stage
+ * scope-oops), which checks the panic's message; never returns then.
+ */
+static void mtjob_test_oops_in_scope(struct kunit *test)
+{
+	struct oops_job o = { .caller = current };
+	struct mtjob job = {
+		.thread_fn	= oops_chunk,
+		.fn_arg		= &o,
+		.size		= ARRAY_SIZE(o.slots),
+		.align		= 1,
+		.min_chunk	= 1,
+		.max_threads	= 4,
+		.affinity	= MTJOB_AFFINITY_NONE,
+		.gfp		= GFP_KERNEL,
+	};
+
+	if (!oops_in_scope)
+		kunit_skip(test, "needs mtjob_test.oops_in_scope=1, and panics");
+	if (!IS_ENABLED(CONFIG_MTJOB_RUST))
+		kunit_skip(test, "the scope is the Rust engine's");
+	mtjob_run(&job);
+	KUNIT_FAIL(test, "the caller survived an oops in its chunk");
+}
+
 static struct kunit_case mtjob_test_cases[] = {
 	KUNIT_CASE(mtjob_test_cover),
 	KUNIT_CASE(mtjob_test_max_threads),
@@ -1385,6 +1447,7 @@ static struct kunit_case mtjob_test_cases[] = {
 	KUNIT_CASE(mtjob_test_nested),
 	KUNIT_CASE(mtjob_test_alloc_failure),
 	KUNIT_CASE(mtjob_test_lockdep_report),
+	KUNIT_CASE(mtjob_test_oops_in_scope),
 	{}
 };
 

@@ -282,6 +282,38 @@ lockdep_report() {
 }
 stage lockdep lockdep_report; count $?
 
+# A thread that oopses with a workqueue scope open panics the kernel
+# (kernel/workqueue_scope.c): booted alone with mtjob_test.oops_in_scope=1,
+# a job's caller oopses in its chunk while the helpers write to its stack.
+# Without the check the KUnit case would only be reported as crashed, and the
+# helpers would go on writing into the dead task's stack.
+scope_oops() {
+	local try
+	# A second boot if the first log stops right after the oops (its
+	# serial output was cut once in about ten boots here).
+	for try in 1 2; do
+		(cd "$TREE" && python3 tools/testing/kunit/kunit.py exec \
+			--build_dir "$KBUILD" --kunitconfig "$OVERLAY/tests/mtjob.kunitconfig" \
+			--qemu_config "$OVERLAY/tests/qemu_configs/x86_64_numa.py" \
+			--timeout 300 --kernel_args 'mtjob_test.oops_in_scope=1 panic=1' \
+			'mtjob.mtjob_test_oops_in_scope') > "$logs/scope-oops.log" 2>&1
+		cp "$KBUILD/test.log" "$logs/scope-oops-kernel.log"
+		grep -q 'Kernel panic - not syncing' "$logs/scope-oops-kernel.log" && break
+		grep -qE 'Oops: .*#2|not ok 1 mtjob_test_oops_in_scope' \
+			"$logs/scope-oops-kernel.log" && break
+		echo "scope-oops: boot $try: the log stops after the oops"
+	done
+	grep -q 'BUG: kernel NULL pointer dereference' "$logs/scope-oops-kernel.log" ||
+		{ tail -n 20 "$logs/scope-oops.log"; echo "no oops in the chunk"; return 1; }
+	grep -q 'Kernel panic - not syncing: Oops with a workqueue scope open' \
+		"$logs/scope-oops-kernel.log" ||
+		{ echo "no panic of an open scope in $logs/scope-oops-kernel.log"; return 1; }
+	! grep -q 'BUG: KASAN' "$logs/scope-oops-kernel.log" ||
+		{ echo "KASAN report in $logs/scope-oops-kernel.log"; return 1; }
+	echo "an oops with a scope open panicked, with the job's helpers writing to its stack"
+}
+stage scope-oops scope_oops; count $?
+
 # The guest suites in CI's 'make check': hugetlbtest boots the Rust engine on
 # every scenario and padata on the first three (hugetlbtest --quick),
 # freetest runs 19 of its 33 free cases, 18 of its 23 zap cases and half

@@ -259,7 +259,11 @@ def identity():
     return name, email
 
 
-def build_series(tree, patches, outdir):
+def build_series(tree, patches, outdir, upto=None, cover=None):
+    """Commit the series on the branch 'series' of TREE and write it with
+    its cover letter into OUTDIR.  UPTO (a patch number): write only the
+    patches up to it, a series of its own, with the cover letter COVER
+    (series/cover-letter.txt by default)."""
     paths = {rel: src for rel, src, _ in overlay.overlay_files(OVERLAY)}
     own = owners(patches, paths)
     stages = {}
@@ -312,7 +316,7 @@ def build_series(tree, patches, outdir):
                 "(run 'make apply' first?)")
     # The cover letter is resolved before the old series is removed: a
     # reference that no longer resolves leaves no half-written series.
-    cover = os.path.join(OVERLAY, "series", "cover-letter.txt")
+    cover = cover or os.path.join(OVERLAY, "series", "cover-letter.txt")
     text = None
     if os.path.exists(cover):
         commits = git(tree, "rev-list", "--reverse", "base..series").split()
@@ -330,10 +334,11 @@ def build_series(tree, patches, outdir):
     shutil.rmtree(outdir, ignore_errors=True)
     os.makedirs(outdir)
     git(tree, "format-patch", "-q", "--cover-letter", "--subject-prefix",
-        "RFC PATCH", "-o", outdir, "base..series")
+        "RFC PATCH", "-o", outdir,
+        f"base..series~{len(patches) - upto}" if upto else "base..series")
     if text is not None:
         fill_cover(outdir, text)
-    print(f"series: {len(patches)} patches in {outdir}")
+    print(f"series: {upto or len(patches)} patches in {outdir}")
 
 
 # The cover letter and the changelogs name no patch by number and the cover
@@ -458,12 +463,62 @@ def build_end(n, first, last, skip_last):
     return end
 
 
+def werror(config):
+    """CONFIG with CONFIG_WERROR=y."""
+    lines = [ln for ln in config.splitlines()
+             if not re.match(r"(# )?CONFIG_WERROR[= ]", ln)]
+    return "\n".join(lines + ["CONFIG_WERROR=y"]) + "\n"
+
+
+W1_WARNING = re.compile(r"^(\S+?\.[ch]):(\d+):\d+: warning: (.*)$", re.M)
+
+
+def added_lines(wt, commit, path):
+    """The line numbers of PATH at COMMIT that the series added (base..)."""
+    out = git(wt, "diff", "-U0", "base", commit, "--", path)
+    lines = set()
+    for m in re.finditer(r"^@@ -\S+ \+(\d+)(?:,(\d+))? @@", out, re.M):
+        start, n = int(m.group(1)), int(m.group(2) or 1)
+        lines.update(range(start, start + n))
+    return lines
+
+
+def w1_warnings(wt, kbuild, make, commit):
+    """Rebuilds the objects of the C files COMMIT touches with W=1 (as a
+    warning, not an error) and returns the warnings at lines the series
+    added up to COMMIT: the new ones.  Upstream's own W=1 warnings in a
+    file the series patches are not the series'."""
+    files = [f for f in git(wt, "diff", "--name-only", f"{commit}^",
+                            commit).split() if f.endswith(".c")]
+    objs = [f[:-2] + ".o" for f in files
+            if os.path.exists(os.path.join(kbuild, f[:-2] + ".o"))]
+    if not objs:
+        return []
+    res = subprocess.run(make + ["W=1", "KCFLAGS=-Wno-error"] + objs,
+                         capture_output=True, text=True)
+    found = []
+    added = {}
+    for m in W1_WARNING.finditer(res.stdout + res.stderr):
+        path = os.path.relpath(os.path.realpath(os.path.join(kbuild, m[1])),
+                               os.path.realpath(wt))
+        if path.startswith(".."):
+            continue
+        if path not in added:
+            added[path] = added_lines(wt, commit, path)
+        if int(m[2]) in added[path]:
+            found.append(f"{path}:{m[2]}: {m[3]}")
+    if res.returncode and not found:
+        sys.stdout.write(res.stdout[-3000:] + res.stderr[-3000:])
+        die(f"{commit[:12]}: the W=1 build of {' '.join(objs)} failed")
+    return sorted(set(found))
+
+
 def build_each(tree, kbuild, patches, llvm, config, skip_last=False,
                first=1, last=None):
     """Build every commit of the series in a separate work tree.
 
-    Each build starts from CONFIG (the full series' .config) through
-    olddefconfig, so that a symbol a later patch adds is not lost because an
+    Each build starts from CONFIG (the full series' .config) with
+    CONFIG_WERROR=y, through olddefconfig, so that a symbol a later patch adds is not lost because an
     earlier patch did not know it yet.  With SKIP_LAST the last commit, whose
     tree is the overlay (checked by build_series()), is not built again: the
     caller built the overlay with CONFIG.  Patches before FIRST are not
@@ -488,19 +543,25 @@ def build_each(tree, kbuild, patches, llvm, config, skip_last=False,
         print(f"series: building {i}/{len(commits)}: "
               f"{git(wt, 'log', '-1', '--format=%s')}", flush=True)
         with open(os.path.join(kbuild, ".config"), "w") as f:
-            f.write(full)
+            f.write(werror(full))
         make = ["make", "-C", wt, f"O={kbuild}", f"LLVM={llvm}"]
         res = subprocess.run(make + ["olddefconfig"], capture_output=True,
                              text=True)
         if res.returncode == 0:
             # vmlinux: every object compiled and linked; the bzImage
-            # around it only packs it.
+            # around it only packs it.  CONFIG_WERROR: a warning of C
+            # (-Werror) or Rust (-Dwarnings) fails the patch.
             res = subprocess.run(make + [f"-j{os.cpu_count() + 1}",
                                          "vmlinux"],
                                  capture_output=True, text=True)
         if res.returncode:
             sys.stdout.write(res.stdout[-3000:] + res.stderr[-3000:])
-            die(f"patch {i} does not build")
+            die(f"patch {i} does not build (CONFIG_WERROR=y)")
+        new = w1_warnings(wt, kbuild, make, c)
+        if new:
+            sys.stdout.write("\n".join(new) + "\n")
+            die(f"patch {i}: {len(new)} W=1 warnings in lines the series "
+                "adds")
     if first > 1 or (last is not None and last < len(commits)):
         print(f"series: patches {first}-{end} of {len(commits)} build")
     else:
@@ -531,6 +592,11 @@ def main():
     ap.add_argument("--config", default=os.path.join(os.environ.get(
         "KBUILD", os.path.join(REPO, "build", "kbuild-7.3")), ".config"),
                     help="the .config every patch is built with")
+    ap.add_argument("--upto", metavar="TITLE",
+                    help="write only the patches up to the one whose title "
+                    "contains TITLE, a series of its own (with --cover)")
+    ap.add_argument("--cover", metavar="FILE",
+                    help="the cover letter (default: series/cover-letter.txt)")
     args = ap.parse_args()
     if args.first < 1 or (args.first > 1 and not args.build):
         die("--first N needs --build and N >= 1")
@@ -538,7 +604,14 @@ def main():
         die("--last N needs --build and N >= --first")
     globals()["OVERLAY"] = os.path.abspath(args.overlay)
     patches = parse_conf(os.path.join(OVERLAY, "series", "series.conf"))
-    build_series(os.path.abspath(args.tree), patches, os.path.abspath(args.out))
+    upto = None
+    if args.upto:
+        found = [k for k, p in enumerate(patches, 1) if args.upto in p.title]
+        if len(found) != 1:
+            die(f"--upto '{args.upto}': {len(found)} patches match")
+        upto = found[0]
+    build_series(os.path.abspath(args.tree), patches, os.path.abspath(args.out),
+                 upto, args.cover and os.path.abspath(args.cover))
     if args.build:
         build_each(os.path.abspath(args.tree), os.path.abspath(args.build),
                    patches, args.llvm, args.config, args.skip_last,

@@ -549,6 +549,16 @@ impl<'a, I: Index> Job<'a, I> {
     /// chunks already running finish, and this error is returned. Failing to allocate helpers is
     /// not an error: the job then runs with fewer threads.
     ///
+    /// # Panics
+    ///
+    /// The kernel panics if `f` oopses (or a Rust panic happens in it, an index out of bounds
+    /// included) on the calling thread while helpers may still run: they borrow `f` and what it
+    /// borrows, and the calling thread's stack would be freed under them (see
+    /// [`workqueue::scope_with_key`]). A job of one thread run without a scope (no lockdep) gets
+    /// the ordinary oops instead: nothing else borrows its stack.
+    ///
+    /// [`workqueue::scope_with_key`]: crate::workqueue::scope_with_key
+    ///
     /// # Examples
     ///
     /// ```

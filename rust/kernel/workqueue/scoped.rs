@@ -41,8 +41,6 @@ use super::{
     WorkItem,
     WorkItemPointer, //
 };
-#[cfg(CONFIG_LOCKDEP)]
-use crate::types::Opaque;
 use crate::{
     alloc::{
         AllocError,
@@ -54,7 +52,8 @@ use crate::{
     bindings,
     prelude::*,
     str::CStr,
-    sync::LockClassKey, //
+    sync::LockClassKey,
+    types::Opaque, //
 };
 use core::{
     cell::{
@@ -69,6 +68,11 @@ use core::{
 ///
 /// `scope!("name", |s| ...)` is [`scope_with_key`] with a lock class of its own for the call site,
 /// as [`new_work!`](crate::workqueue::new_work) makes one for a work item.
+///
+/// # Panics
+///
+/// The kernel panics if the calling thread oopses (or a Rust panic happens on it) while the scope
+/// is open: its items may borrow the thread's stack. See [`scope_with_key`].
 ///
 /// # Examples
 ///
@@ -122,12 +126,17 @@ macro_rules! scope {
 /// Before `workqueue_init()`, where no worker runs yet, the join's `flush_work()` warns; the
 /// join then cancels the item and calls its closure itself.
 ///
-/// The guarantee assumes that the calling thread reaches the join. If it dies inside `body` (an
-/// oops, or a Rust panic, which is `BUG()`: the thread is killed and nothing is unwound; on x86
-/// `do_exit()` then runs on the same stack), items already queued still run, and their borrows
-/// of the thread's stack dangle: the same limit as C's on-stack work items and completions, and
-/// padata's on-stack job. Only an oops, which already left the kernel in a state that
-/// `panic_on_oops` exists for, gets there.
+/// # Panics
+///
+/// If the calling thread dies inside the scope (an oops in `body` or in a closure the join calls,
+/// or a Rust panic there, which is `BUG()`: the thread is killed and nothing is unwound), the
+/// kernel panics (`make_task_dead()` finds the scope's marker on the dying thread's stack,
+/// `kernel/workqueue_scope.c`): the join never runs, so items still queued or running would
+/// write through borrows of a stack that `do_exit()` reuses and then frees. Waiting for them
+/// instead could deadlock (the thread may hold what they wait for), so the scope turns such an
+/// oops into the panic that `panic_on_oops` would make of every oops. C's on-stack work items
+/// and completions, padata's on-stack job and the scoped start of 7.3's `hrtimer` have the same
+/// hole without this end.
 pub fn scope_with_key<'env, F, T>(
     name: &'static CStr,
     key: Pin<&'static LockClassKey>,
@@ -142,11 +151,15 @@ where
         items: RefCell::new(KVec::new()),
         name,
         key,
+        marker: Opaque::uninit(),
         #[cfg(CONFIG_LOCKDEP)]
         map: Opaque::uninit(),
         scope: PhantomData,
         env: PhantomData,
     };
+    // SAFETY: `scope.marker` is valid for writes and stays where it is, on this thread's stack,
+    // until `wq_scope_close()` below: `scope` is only borrowed in between.
+    unsafe { bindings::wq_scope_open(scope.marker.get()) };
     #[cfg(CONFIG_LOCKDEP)]
     // SAFETY: `scope.map` is valid for writes and does not move until the join; the name and the
     // key are static. Wait types and lock type as `lockdep_init_map()` gives them.
@@ -163,6 +176,8 @@ where
     };
     let ret = body(&scope);
     scope.join();
+    // SAFETY: opened above; every item has returned, nothing borrows this stack any more.
+    unsafe { bindings::wq_scope_close(scope.marker.get()) };
     ret
 }
 
@@ -229,6 +244,8 @@ pub struct Scope<'scope, 'env: 'scope> {
     items: RefCell<KVec<Entry>>,
     name: &'static CStr,
     key: Pin<&'static LockClassKey>,
+    /// Marks the frame of an open scope for the oops path (`kernel/workqueue_scope.c`).
+    marker: Opaque<bindings::wq_scope_marker>,
     /// The scope's own lockdep map, which the join acquires.
     #[cfg(CONFIG_LOCKDEP)]
     map: Opaque<bindings::lockdep_map>,
