@@ -34,7 +34,7 @@ use crate::{
         scope_with_key,
         OwnedQueue,
         Queue,
-        QueueFlags, //
+        QueueFlag, //
     },
 };
 use core::{
@@ -340,7 +340,7 @@ pub fn prepare_node_workqueue() -> Result {
     if NODE_QUEUE_TRIED.xchg(true, Relaxed) {
         return Err(EBUSY);
     }
-    let queue = OwnedQueue::new(c"mtjob_node", QueueFlags::UNBOUND, 0)?;
+    let queue = OwnedQueue::new(c"mtjob_node", QueueFlag::Unbound.into(), 0)?;
     queue.set_numa_strict()?;
     // Never destroyed: jobs may use it at any time from now on. Only the first call gets here,
     // so nobody populated it before.

@@ -9,52 +9,46 @@ use crate::{
         code::ENOMEM,
         to_result, //
     },
+    impl_flags,
     prelude::*,
     str::CStr,
 };
 use core::{
-    ops::{
-        BitOr,
-        Deref, //
-    },
+    mem::ManuallyDrop,
+    ops::Deref,
     ptr::NonNull, //
 };
 
-/// Flags of a workqueue allocated with [`OwnedQueue::new`] (`WQ_*`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct QueueFlags(u32);
+impl_flags!(
+    /// Flags of a workqueue allocated with [`OwnedQueue::new`] (`WQ_*`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct QueueFlags(u32);
 
-impl QueueFlags {
-    /// A per-CPU workqueue: items run on the CPU they were queued on.
-    pub const PERCPU: QueueFlags = QueueFlags(bindings::wq_flags_WQ_PERCPU);
-    /// Workers not bound to a CPU (`WQ_UNBOUND`); placed by the queue's affinity scope.
-    pub const UNBOUND: QueueFlags = QueueFlags(bindings::wq_flags_WQ_UNBOUND);
-    /// A rescuer thread guarantees forward progress under memory pressure (`WQ_MEM_RECLAIM`).
-    pub const MEM_RECLAIM: QueueFlags = QueueFlags(bindings::wq_flags_WQ_MEM_RECLAIM);
-    /// High-priority workers (`WQ_HIGHPRI`).
-    pub const HIGHPRI: QueueFlags = QueueFlags(bindings::wq_flags_WQ_HIGHPRI);
-}
-
-impl BitOr for QueueFlags {
-    type Output = QueueFlags;
-
-    fn bitor(self, rhs: QueueFlags) -> QueueFlags {
-        QueueFlags(self.0 | rhs.0)
+    /// One flag of a workqueue allocated with [`OwnedQueue::new`].
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum QueueFlag {
+        /// A per-CPU workqueue: items run on the CPU they were queued on (`WQ_PERCPU`).
+        Percpu = bindings::wq_flags_WQ_PERCPU,
+        /// Workers not bound to a CPU (`WQ_UNBOUND`); placed by the queue's affinity scope.
+        Unbound = bindings::wq_flags_WQ_UNBOUND,
+        /// A rescuer thread guarantees forward progress under memory pressure (`WQ_MEM_RECLAIM`).
+        MemReclaim = bindings::wq_flags_WQ_MEM_RECLAIM,
+        /// High-priority workers (`WQ_HIGHPRI`).
+        HighPri = bindings::wq_flags_WQ_HIGHPRI,
     }
-}
+);
 
-/// A workqueue allocated with `alloc_workqueue()`, which lives as long as the kernel.
+/// A workqueue allocated with `alloc_workqueue()` and destroyed when dropped.
 ///
-/// It is never destroyed: dropping an `OwnedQueue` leaks the workqueue. `destroy_workqueue()`
-/// drains what is queued, but a delayed work item whose timer has not fired yet
-/// ([`Queue::enqueue_delayed`], reachable through `Deref`) would queue itself on the freed
-/// workqueue later; safe destruction needs every such item cancelled first, which `Queue`'s API
-/// cannot ensure. Until it can, only leaking is sound.
+/// Dropping it runs `destroy_workqueue()`, which drains it: every item queued on it has run when
+/// the drop returns. A delayed work item whose timer has not fired would queue itself on the freed
+/// workqueue later; [`Queue::enqueue_delayed`] takes only a `&'static Queue`, which an
+/// `OwnedQueue` gives only through [`OwnedQueue::leak`], after which it is never destroyed.
 ///
 /// # Invariants
 ///
-/// `self.0` points to a workqueue this object allocated, with the `WQ_*` flags `self.1`, that is
-/// never destroyed.
+/// `self.0` points to a workqueue this object allocated, with the `WQ_*` flags `self.1`, that only
+/// its drop destroys; no delayed work item was queued on it.
 pub struct OwnedQueue(NonNull<bindings::workqueue_struct>, u32);
 
 // SAFETY: a workqueue may be used and destroyed from any thread.
@@ -69,21 +63,24 @@ impl OwnedQueue {
     ///
     /// # Errors
     ///
-    /// Returns [`EINVAL`] if `flags` has neither or both of [`QueueFlags::PERCPU`] and
-    /// [`QueueFlags::UNBOUND`] (`alloc_workqueue()` would warn and choose), or if `max_active` is
+    /// Returns [`EINVAL`] if `flags` has neither or both of [`QueueFlag::Percpu`] and
+    /// [`QueueFlag::Unbound`] (`alloc_workqueue()` would warn and choose), or if `max_active` is
     /// above `WQ_MAX_ACTIVE`; [`ENOMEM`] if the workqueue could not be allocated.
     ///
     /// # Examples
     ///
     /// ```
-    /// use kernel::workqueue::{OwnedQueue, QueueFlags};
+    /// use kernel::workqueue::{OwnedQueue, QueueFlag};
     ///
-    /// let queue = OwnedQueue::new(c"doc_owned", QueueFlags::UNBOUND, 0)?;
+    /// let queue = OwnedQueue::new(c"doc_owned", QueueFlag::Unbound.into(), 0)?;
     /// queue.try_spawn(GFP_KERNEL, || pr_info!("queued on an owned workqueue\n"))?;
+    /// // Dropping the queue waits for the item, then destroys the workqueue.
+    /// drop(queue);
     /// # Ok::<(), Error>(())
     /// ```
     pub fn new(name: &CStr, flags: QueueFlags, max_active: usize) -> Result<Self> {
-        let kind = flags.0 & (bindings::wq_flags_WQ_PERCPU | bindings::wq_flags_WQ_UNBOUND);
+        let flags = u32::from(flags);
+        let kind = flags & (bindings::wq_flags_WQ_PERCPU | bindings::wq_flags_WQ_UNBOUND);
         if kind == 0 || kind.count_ones() != 1 {
             return Err(EINVAL);
         }
@@ -91,7 +88,7 @@ impl OwnedQueue {
             .ok()
             .filter(|&m| m <= bindings::wq_consts_WQ_MAX_ACTIVE as i32)
             .ok_or(EINVAL)?;
-        Self::alloc(name, flags.0, max_active)
+        Self::alloc(name, flags, max_active)
     }
 
     /// Allocates an ordered workqueue, as `alloc_ordered_workqueue()` does: unbound, and its
@@ -120,16 +117,10 @@ impl OwnedQueue {
     }
 
     fn alloc(name: &CStr, flags: u32, max_active: i32) -> Result<Self> {
-        // SAFETY: the format string takes one string argument, and `name` is a valid C string.
-        let wq = unsafe {
-            bindings::alloc_workqueue_noprof(
-                c"%s".as_char_ptr(),
-                flags,
-                max_active,
-                name.as_char_ptr(),
-            )
-        };
-        // INVARIANT: the workqueue was just allocated with `flags`; nothing destroys it.
+        // `alloc_workqueue()` (with its allocation hooks), which copies `name`.
+        // SAFETY: `name` is a valid C string.
+        let wq = unsafe { bindings::alloc_workqueue(name.as_char_ptr(), flags, max_active) };
+        // INVARIANT: the workqueue was just allocated with `flags`; nothing was queued on it.
         Ok(Self(NonNull::new(wq).ok_or(ENOMEM)?, flags))
     }
 
@@ -148,16 +139,16 @@ impl OwnedQueue {
     /// # Examples
     ///
     /// ```
-    /// use kernel::workqueue::{OwnedQueue, QueueFlags};
+    /// use kernel::workqueue::{OwnedQueue, QueueFlag};
     ///
-    /// let queue = OwnedQueue::new(c"doc_strict", QueueFlags::UNBOUND, 0)?;
+    /// let queue = OwnedQueue::new(c"doc_strict", QueueFlag::Unbound.into(), 0)?;
     /// queue.set_numa_strict()?;
-    /// let percpu = OwnedQueue::new(c"doc_percpu", QueueFlags::PERCPU, 0)?;
+    /// let percpu = OwnedQueue::new(c"doc_percpu", QueueFlag::Percpu.into(), 0)?;
     /// assert_eq!(percpu.set_numa_strict(), Err(EINVAL));
     /// let ordered = OwnedQueue::new_ordered(c"doc_strict_ordered")?;
     /// assert_eq!(ordered.set_numa_strict(), Err(EINVAL));
     /// // A queue is either per-CPU or unbound.
-    /// assert!(OwnedQueue::new(c"doc_neither", QueueFlags::HIGHPRI, 0).is_err());
+    /// assert!(OwnedQueue::new(c"doc_neither", QueueFlag::HighPri.into(), 0).is_err());
     /// # Ok::<(), Error>(())
     /// ```
     pub fn set_numa_strict(&self) -> Result {
@@ -189,21 +180,23 @@ impl OwnedQueue {
         to_result(ret)
     }
 
-    /// Returns the workqueue, which lives for the rest of the kernel's life.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use kernel::workqueue::{OwnedQueue, Queue, QueueFlags};
-    ///
-    /// // A queue made once at boot and used by everyone after.
-    /// let queue: &'static Queue = OwnedQueue::new(c"doc_leak", QueueFlags::UNBOUND, 0)?.leak();
-    /// queue.try_spawn(GFP_KERNEL, || pr_info!("on a leaked queue\n"))?;
-    /// # Ok::<(), Error>(())
-    /// ```
+    /// Returns the workqueue, never to be destroyed: for a queue made once and used for the rest
+    /// of the kernel's life, which may then also take delayed work.
     pub fn leak(self) -> &'static Queue {
-        // SAFETY: by the type invariant the workqueue is valid and never destroyed.
-        unsafe { Queue::from_raw(self.0.as_ptr()) }
+        let this = ManuallyDrop::new(self);
+        // SAFETY: by the type invariant the workqueue is valid, and with the drop skipped nothing
+        // destroys it.
+        unsafe { Queue::from_raw(this.0.as_ptr()) }
+    }
+}
+
+impl Drop for OwnedQueue {
+    fn drop(&mut self) {
+        // SAFETY: by the type invariant the workqueue is valid, only this drop destroys it, and no
+        // delayed work item was queued on it (so no timer can queue one on it later); every other
+        // item queued on it runs before `destroy_workqueue()` frees it, and nothing can queue
+        // more, since nothing borrows `self` any more.
+        unsafe { bindings::destroy_workqueue(self.0.as_ptr()) };
     }
 }
 
@@ -211,7 +204,9 @@ impl Deref for OwnedQueue {
     type Target = Queue;
 
     fn deref(&self) -> &Queue {
-        // SAFETY: by the type invariant the workqueue is valid and never destroyed.
+        // SAFETY: by the type invariant the workqueue is valid until `self` is dropped, which the
+        // borrow cannot outlive. `Queue::enqueue_delayed` needs a `&'static Queue`, which this is
+        // not.
         unsafe { Queue::from_raw(self.0.as_ptr()) }
     }
 }
