@@ -145,8 +145,13 @@ kernel-norust: config
 # engine acquires a lockdep map per job).  Its own build directory.  It
 # adds ftrace's function profiler, as distribution kernels have it, for the
 # per-phase split of 'make bench-free PHASES=1' (a patched-out call at each
-# function's entry when the profiler is off).
-BENCH_DEBUG_OFF := PARALLEL_ZAP_REAPER_TEST TEST_HMM PROVE_LOCKING DEBUG_LOCK_ALLOC DEBUG_SPINLOCK DEBUG_MUTEXES \
+# function's entry when the profiler is off).  The test kernel's test-only
+# hooks and what only its tests need (the HMM driver and its memory hotplug,
+# the network stack of map_populate) are off too, so that the benchmarks
+# measure the configuration their published numbers came from.
+BENCH_TEST_OFF := PARALLEL_ZAP_REAPER_TEST TEST_HMM DEVICE_PRIVATE ZONE_DEVICE \
+	MEMORY_HOTREMOVE MEMORY_HOTPLUG UNIX NET
+BENCH_DEBUG_OFF := $(BENCH_TEST_OFF) PROVE_LOCKING DEBUG_LOCK_ALLOC DEBUG_SPINLOCK DEBUG_MUTEXES \
 	DEBUG_WW_MUTEX_SLOWPATH DEBUG_RWSEMS DEBUG_RT_MUTEXES DEBUG_ATOMIC_SLEEP \
 	DEBUG_OBJECTS DEBUG_OBJECTS_WORK DEBUG_MEMORY_INIT
 BENCH_ON := FUNCTION_TRACER FUNCTION_GRAPH_TRACER FUNCTION_PROFILER

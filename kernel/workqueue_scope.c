@@ -11,6 +11,9 @@
  * their borrows.  Waiting for the items is no way out after an oops: the task
  * may hold locks they take, or they may wait for it.  So a task that dies
  * with a scope open panics, as panic_on_oops would have it do for every oops.
+ * A scope's thread that leaves it by do_exit() without an oops (a kthread
+ * calling kthread_exit(), as a failed KUnit assertion does) is not caught:
+ * nothing marks that path; such code must not exit inside a scope.
  * C's on-stack work items and completions, padata's on-stack job and
  * hrtimer's scoped start in Rust have the same hole; a scope marks its frame,
  * so this one is closed.
@@ -18,6 +21,7 @@
 
 #include <linux/compiler.h>
 #include <linux/export.h>
+#include <linux/kasan.h>
 #include <linux/panic.h>
 #include <linux/pid.h>
 #include <linux/sched.h>
@@ -34,7 +38,8 @@
  */
 void wq_scope_open(struct wq_scope_marker *marker)
 {
-	marker->self = marker;
+	/* Untagged, as task_stack_page() is (KASAN_SW_TAGS and KASAN_STACK). */
+	marker->self = kasan_reset_tag(marker);
 	/* Last: an oops may come at any point. */
 	WRITE_ONCE(marker->magic, WQ_SCOPE_OPEN);
 }
@@ -53,8 +58,10 @@ EXPORT_SYMBOL_GPL(wq_scope_close);
 /**
  * wq_scope_check_dead - panic if the dying task has a scope open
  *
- * Called by make_task_dead(), after an oops.  Reads the task's whole stack
- * (THREAD_SIZE bytes, without KASAN's checks: dead frames are poisoned).
+ * Called after an oops, before the dying task's stack is reused: by
+ * x86's oops_end() before it rewinds the stack, and by make_task_dead() on
+ * the others (and as a fallback).  Reads the task's whole stack (THREAD_SIZE
+ * bytes, without KASAN's checks: dead frames are poisoned).
  */
 void wq_scope_check_dead(void)
 {

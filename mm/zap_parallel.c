@@ -107,6 +107,10 @@
  *   woken on a system short of memory, to which the reaper already brings
  *   a second thread.
  *
+ * - An oops in the exiting task's own chunk panics (kernel/workqueue_scope.c):
+ *   the helpers use the job's state on its stack, which the dead task's
+ *   exit would reuse.  Upstream leaves such a task dead and goes on.
+ *
  * - The parallel free does not nest: each chunk's gather frees its own
  *   pages serially, since the zap's threads already are the CPUs the free
  *   would have used, and a helper's gather may not have helpers anyway
@@ -250,37 +254,48 @@ struct zap_job {
 	atomic64_t write_bytes;
 	atomic_t nr_dirtied;
 #ifdef CONFIG_PARALLEL_ZAP_REAPER_TEST
-	bool test_waited;
+	atomic_t test_chunks;
+	atomic_t test_after;
 #endif
 };
 
 #ifdef CONFIG_PARALLEL_ZAP_REAPER_TEST
 /*
- * Test only, not for merging: the caller, after its first chunk, waits up
- * to this long (ms) for a reaper (process_mrelease(), delayed by
- * oom_kill.mrelease_test_delay_ms) to start __oom_reap_task_mm() on the mm,
- * so that the two zap it at once while the helpers go on.
+ * Test only, not for merging: while process_mrelease() holds off the reap of
+ * this mm (oom_kill.mrelease_test_delay_ms, mrelease_test_mm), every chunk
+ * but the job's first waits at its start, up to this long (ms), for the
+ * reaper to start (MMF_UNSTABLE), so that the helpers zap while it zaps.
  */
 static unsigned int test_wait_reaper_ms;
 module_param(test_wait_reaper_ms, uint, 0644);
 
-static void zap_test_wait_reaper(struct zap_job *zj)
+static void zap_test_chunk_start(struct zap_job *zj)
 {
 	unsigned int ms = READ_ONCE(test_wait_reaper_ms);
 	unsigned long timeout = jiffies + msecs_to_jiffies(ms);
 
-	if (!ms || zj->test_waited)
+	if (!ms || READ_ONCE(mrelease_test_mm) != zj->mm ||
+	    atomic_inc_return(&zj->test_chunks) == 1)
 		return;
-	zj->test_waited = true;
 	while (!mm_flags_test(MMF_UNSTABLE, zj->mm) &&
 	       time_before(jiffies, timeout))
 		usleep_range(500, 1000);
 	if (mm_flags_test(MMF_UNSTABLE, zj->mm))
-		pr_info("zap_parallel: test: a reaper started on the mm of pid %d during its zap\n",
-			task_pid_nr(zj->caller));
+		atomic_inc(&zj->test_after);
+}
+
+static void zap_test_report(struct zap_job *zj)
+{
+	if (atomic_read(&zj->test_after))
+		pr_info("zap_parallel: test: %d chunks started after a reaper started on the mm of pid %d\n",
+			atomic_read(&zj->test_after), task_pid_nr(zj->caller));
 }
 #else
-static inline void zap_test_wait_reaper(struct zap_job *zj)
+static inline void zap_test_chunk_start(struct zap_job *zj)
+{
+}
+
+static inline void zap_test_report(struct zap_job *zj)
 {
 }
 #endif
@@ -475,6 +490,7 @@ static int zap_parallel_chunk(unsigned long start, unsigned long end,
 	write_bytes = current->ioac.write_bytes;
 #endif
 
+	zap_test_chunk_start(zj);
 	zap_segs_range(zj, start, end, &lo, &hi);
 	tlb_gather_mmu_fullmm(&tlb, zj->mm);
 	/* No nested upgrade, no parallel free (top of this file). */
@@ -494,7 +510,6 @@ static int zap_parallel_chunk(unsigned long start, unsigned long end,
 		zap_helper_dirtied(zj, write_bytes, nr_dirtied);
 	} else {
 		zj->caller_ns += runtime;
-		zap_test_wait_reaper(zj);
 	}
 	return 0;
 }
@@ -650,6 +665,7 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
 	/* Valid by construction: on -EINVAL nothing ran. */
 	if (WARN_ON_ONCE(ret))
 		zap_parallel_chunk(0, job.size, &zj);
+	zap_test_report(&zj);
 	atomic_sub(helpers, &zap_parallel_helpers);
 	sched_account_offload(current, atomic64_read(&zj.helper_ns));
 	zap_caller_dirtied(&zj);

@@ -12,8 +12,8 @@
 /**
  * struct wq_scope_marker - marks a stack frame that holds an open scope
  * @magic: a value of its own while the scope is open, 0 once it is joined
- * @self: the marker's own address, so that a stale or chance value is not
- *	taken for a marker
+ * @self: the marker's own address (untagged), so that a stale or chance
+ *	value is not taken for a marker
  */
 struct wq_scope_marker {
 	unsigned long magic;

@@ -351,22 +351,28 @@ zap_nomem() {
 
 # mrelease_late MIB: free_test mrelease-late with the test kernel's hooks
 # (CONFIG_PARALLEL_ZAP_REAPER_TEST): process_mrelease() sleeps 2 s between
-# finding the mm and reaping it, and the exit's zap waits up to 10 s, after
-# its first chunk, for the reaper to start.  Prints
-#   ZAPMRELEASE reaper=<the zap's "a reaper started" log lines>
+# finding the mm and reaping it, and every chunk of that mm's exit but the
+# first waits up to 10 s for the reaper to start.  Prints the hooks' lines
+# that this case added to the log:
+#   ZAPMRELEASE after=<chunks started after the reaper> rss_from=<pages>
+#     rss_to=<pages> (the mm's RSS when the reap started and ended)
 mrelease_late() {
 	local d=/sys/module/oom_kill/parameters/mrelease_test_delay_ms
 	local w=/sys/module/zap_parallel/parameters/test_wait_reaper_ms
-	local msg='zap_parallel: test: a reaper started' n0 rc
+	local n0 rc after rss
 	[ -w $d ] && [ -w $w ] ||
 		{ echo "free.sh: no $d or $w (CONFIG_PARALLEL_ZAP_REAPER_TEST)"; return 1; }
-	n0=$(dmesg | grep -c "$msg")
+	n0=$(dmesg | wc -l)
 	echo 2000 > $d && echo 10000 > $w || return 1
 	free_test mrelease-late "$1"
 	rc=$?
 	echo 0 > $d
 	echo 0 > $w
-	echo "ZAPMRELEASE reaper=$(($(dmesg | grep -c "$msg") - n0))"
+	after=$(dmesg | tail -n +$((n0 + 1)) |
+		sed -n 's/.*zap_parallel: test: \([0-9]*\) chunks started after.*/\1/p' | tail -n 1)
+	rss=$(dmesg | tail -n +$((n0 + 1)) |
+		sed -n 's/.*RSS went from \([0-9]*\) to \([0-9]*\) pages.*/rss_from=\1 rss_to=\2/p' | tail -n 1)
+	echo "ZAPMRELEASE after=${after:-0} ${rss:-rss_from=0 rss_to=0}"
 	return $rc
 }
 

@@ -81,7 +81,7 @@
  *                                       data, COW-shared, rewritten beside
  *                                       it, is checked
  *   free_test hmm-exit MIB              a child maps and touches MIB, has the
- *                                       HMM test driver migrate half of it to
+ *                                       HMM test driver migrate it all to
  *                                       device-private memory, and exits
  *   free_test execbig MIB               a child maps and touches MIB, then
  *                                       execs sh: the old mm is dropped by
@@ -620,7 +620,7 @@ static void do_mrelease(size_t bytes)
 	report("mrelease", bytes, 0, 0);
 }
 
-/* The mrelease-late child's second thread: one long mprotect(), then sleep. */
+/* The mrelease-late child's second thread: mprotect() of @p, on and on. */
 struct holdout {
 	char *p;
 	size_t bytes;
@@ -631,19 +631,26 @@ static void *holdout_fn(void *arg)
 {
 	struct holdout *h = arg;
 
-	if (write(h->fd, "m", 1) != 1 || mprotect(h->p, h->bytes, PROT_READ))
+	if (write(h->fd, "m", 1) != 1)
 		_exit(1);
 	for (;;)
-		pause();
+		if (mprotect(h->p, h->bytes, PROT_READ) ||
+		    mprotect(h->p, h->bytes, PROT_READ | PROT_WRITE))
+			_exit(1);
 	return NULL;
 }
 
-/* The parent's own thread beside it: rewrite and check its pages. */
+/*
+ * The parent's own thread beside it: checks its pages, only reading them
+ * while @shared is set (the child, which maps them too since fork(), is not
+ * gone yet), then rewriting them too.
+ */
 struct bystander {
 	char *p;
 	size_t bytes;
 	uint64_t gen;
 	volatile int stop;
+	volatile int shared;
 	int bad;
 	size_t bad_off;
 	uint64_t bad_got;
@@ -669,9 +676,11 @@ static void *bystander_fn(void *arg)
 
 			if (*w != (off ^ b->gen))
 				bystander_bad(b, off, *w);
-			*w = off ^ (b->gen + 1);
+			if (!b->shared)
+				*w = off ^ (b->gen + 1);
 		}
-		b->gen++;
+		if (!b->shared)
+			b->gen++;
 		usleep(2000);
 	}
 	return NULL;
@@ -681,19 +690,23 @@ static void *bystander_fn(void *arg)
  * process_mrelease() reaping while the exit is zapped in parallel, with the
  * test kernel's hooks (CONFIG_PARALLEL_ZAP_REAPER_TEST, set by free.sh):
  * process_mrelease() sleeps between finding the mm and reaping it, and the
- * exit's zap waits, after its first chunk, for the reaper to start.  For
- * the lookup to come before the last exit_mm(), the child's second thread
- * is inside one mprotect() of 256 MiB of small pages (mmap_write_lock())
- * when the SIGKILL comes, and the main thread's exit_mm() waits for it.
- * The parent's 64 MiB, COW-shared with the child at fork(), is rewritten
- * by a parent thread meanwhile and checked.  Up to 3 tries when the lookup
+ * exit's zap's chunks (all but the first) wait for the reaper to start.
+ * For the lookup to come before the last exit_mm(), the child's second
+ * thread keeps mprotect()ing 256 MiB of small pages (mmap_write_lock()), so
+ * that the SIGKILL most likely finds it inside, and the main thread's
+ * exit_mm() waits for it.  The parent's 64 MiB, COW-shared with the child
+ * since fork(), is only read by a parent thread until the child is gone,
+ * so that it stays shared through the teardown, then rewritten; it is
+ * checked throughout.  Up to 3 tries when the lookup
  * still came too late (ESRCH).  Prints
  *   MRELEASE late tries=N ret=<process_mrelease()'s return> errno=E
  */
 static void do_mrelease_late(size_t bytes)
 {
 	size_t side = 64UL << 20, hold = 256UL << 20;
-	struct bystander b = { .p = map_touch(side, 0), .bytes = side };
+	struct bystander b = {
+		.p = map_touch(side, 0), .bytes = side, .shared = 1,
+	};
 	int ready[2], status, pidfd, tries, ret = -1, err = 0;
 	pthread_t by;
 	pid_t pid;
@@ -720,7 +733,6 @@ static void do_mrelease_late(size_t bytes)
 		}
 		if (read(ready[0], &c, 1) != 1)
 			die("read");
-		usleep(2000);
 		pidfd = syscall(SYS_pidfd_open, pid, 0);
 		if (pidfd < 0)
 			die("pidfd_open");
@@ -736,6 +748,9 @@ static void do_mrelease_late(size_t bytes)
 		if (!ret || err != ESRCH)
 			break;
 	}
+	/* The child is gone: rewrite the pages for a while, then stop. */
+	b.shared = 0;
+	usleep(20000);
 	b.stop = 1;
 	if (pthread_join(by, NULL))
 		die("pthread_join");
@@ -767,8 +782,10 @@ struct hmm_dmirror_cmd {
 
 /*
  * A child maps and touches MIB (THP off), has the HMM test driver
- * (/dev/hmm_dmirror0, CONFIG_TEST_HMM) migrate its first half to device-
- * private memory, and exits with those entries in its page tables.  Prints
+ * (/dev/hmm_dmirror0, CONFIG_TEST_HMM) migrate all of it to device-private
+ * memory, unmaps the buffer the driver copied the data into, and exits with
+ * only those entries in its page tables (the driver evicts them only when
+ * its file is released, after exit_mm()).  Prints
  *   HMMEXIT mib=MIB migrated=<pages the driver moved>
  * from the child, before it exits.
  */
@@ -781,24 +798,24 @@ static void do_hmm_exit(size_t bytes)
 		die("fork");
 	if (!pid) {
 		char *p = map_touch(bytes, 0);
-		size_t half = bytes / 2;
-		char *mirror = malloc(half);
+		char *mirror = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+				    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		struct hmm_dmirror_cmd cmd = {
 			.addr = (uintptr_t)p,
 			.ptr = (uintptr_t)mirror,
-			.npages = half / PAGE,
+			.npages = bytes / PAGE,
 		};
 		int fd = open("/dev/hmm_dmirror0", O_RDWR);
 
 		if (fd < 0)
 			die("open /dev/hmm_dmirror0");
-		if (!mirror)
-			die("malloc");
+		if (mirror == MAP_FAILED)
+			die("mmap");
 		while (ioctl(fd, HMM_DMIRROR_MIGRATE_TO_DEV, &cmd))
 			if (errno != EINTR)
 				die("HMM_DMIRROR_MIGRATE_TO_DEV");
 		/* The mirror's copy of what was migrated is the data. */
-		for (size_t off = 0; off < half; off += PAGE)
+		for (size_t off = 0; off < bytes; off += PAGE)
 			if (*(uint64_t *)(mirror + off) != off) {
 				fprintf(stderr, "free_test: hmm-exit: the "
 					"device's copy differs at %zu\n", off);
@@ -807,6 +824,9 @@ static void do_hmm_exit(size_t bytes)
 		printf("HMMEXIT mib=%zu migrated=%llu\n", bytes >> 20,
 		       (unsigned long long)cmd.cpages);
 		fflush(stdout);
+		/* Only the device-private entries are left to zap. */
+		if (munmap(mirror, bytes))
+			die("munmap");
 		/* The fd stays open: exit_mm() runs before exit_files(). */
 		_exit(0);
 	}

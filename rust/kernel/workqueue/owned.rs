@@ -11,7 +11,7 @@ use crate::{
     },
     impl_flags,
     prelude::*,
-    str::CStr,
+    str::CStr, //
 };
 use core::{
     mem::ManuallyDrop,
@@ -41,9 +41,12 @@ impl_flags!(
 /// A workqueue allocated with `alloc_workqueue()` and destroyed when dropped.
 ///
 /// Dropping it runs `destroy_workqueue()`, which drains it: every item queued on it has run when
-/// the drop returns. A delayed work item whose timer has not fired would queue itself on the freed
-/// workqueue later; [`Queue::enqueue_delayed`] takes only a `&'static Queue`, which an
-/// `OwnedQueue` gives only through [`OwnedQueue::leak`], after which it is never destroyed.
+/// the drop returns. So it must be dropped where the thread may sleep, and never by one of its
+/// own work items (the drain would wait for that item).
+///
+/// A delayed work item whose timer has not fired would queue itself on the freed workqueue
+/// later; [`Queue::enqueue_delayed`] takes only a `&'static Queue`, which an `OwnedQueue` gives
+/// only through [`OwnedQueue::leak`], after which it is never destroyed.
 ///
 /// # Invariants
 ///
@@ -81,7 +84,7 @@ impl OwnedQueue {
     pub fn new(name: &CStr, flags: QueueFlags, max_active: usize) -> Result<Self> {
         let flags = u32::from(flags);
         let kind = flags & (bindings::wq_flags_WQ_PERCPU | bindings::wq_flags_WQ_UNBOUND);
-        if kind == 0 || kind.count_ones() != 1 {
+        if kind.count_ones() != 1 {
             return Err(EINVAL);
         }
         let max_active = i32::try_from(max_active)
@@ -192,6 +195,7 @@ impl OwnedQueue {
 
 impl Drop for OwnedQueue {
     fn drop(&mut self) {
+        crate::task::might_sleep();
         // SAFETY: by the type invariant the workqueue is valid, only this drop destroys it, and no
         // delayed work item was queued on it (so no timer can queue one on it later); every other
         // item queued on it runs before `destroy_workqueue()` frees it, and nothing can queue

@@ -190,6 +190,8 @@ enum State {
     Started,
     /// Cancelled before it started: its closure is the scope's thread's, to call in the join.
     Cancelled,
+    /// Cancelled, and its closure called by the join.
+    Ran,
 }
 
 /// An item of a scope, with its closure type erased.
@@ -278,7 +280,9 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// Spawns `f` as a work item on `queue`, on a CPU of `node` ([`Queue::enqueue_on_node`]).
     ///
     /// If `node` has no online CPU the item runs on any CPU. Placement is strict only on a queue
-    /// with strict NUMA affinity ([`OwnedQueue::set_numa_strict`]).
+    /// with strict NUMA affinity ([`OwnedQueue::set_numa_strict`]). An item cancelled before it
+    /// started ([`Scope::cancel_unstarted`], or by the join of a thread that may not wait) has its
+    /// closure called on the scope's thread, wherever that runs.
     ///
     /// [`OwnedQueue::set_numa_strict`]: crate::workqueue::OwnedQueue::set_numa_strict
     ///
@@ -453,14 +457,10 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         };
         let may_wait = self.may_wait();
         let mut items = self.items.borrow_mut();
-        for entry in items.iter_mut() {
-            if entry.state == State::Queued {
-                // Waits until its function has returned, if the thread may wait for an item that
-                // has not started. `flush_work()` also returns false for an item that already
-                // ran, and before `workqueue_init()`, when no worker can have started it.
-                if may_wait && entry.item.flush() {
-                    continue;
-                }
+        // A thread that may not wait for items that have not started takes them all off their
+        // queues first, so that none that a running item waits for is left behind a wait below.
+        if !may_wait {
+            for entry in items.iter_mut().filter(|e| e.state == State::Queued) {
                 // INVARIANT: as in `cancel_unstarted`.
                 entry.state = if entry.item.cancel() {
                     State::Cancelled
@@ -468,15 +468,36 @@ impl<'scope, 'env> Scope<'scope, 'env> {
                     State::Started
                 };
             }
+        }
+        // The cancelled items' closures, before waiting for any running item, which may wait for
+        // one of them.
+        for entry in items.iter_mut().filter(|e| e.state == State::Cancelled) {
+            // SAFETY: `cancel_work()` returned true for it, and its state changes to `Ran` next:
+            // this is the only call.
+            unsafe { entry.item.run_cancelled() };
+            entry.state = State::Ran;
+        }
+        for entry in items.iter_mut() {
             match entry.state {
-                // SAFETY: `cancel_work()` returned true for it, and the join, which calls this
-                // once per item, is the only caller.
-                State::Cancelled => unsafe { entry.item.run_cancelled() },
+                // Waits until its function has returned (the thread may wait). `flush_work()`
+                // also returns false for an item that already ran, and before `workqueue_init()`,
+                // when no worker can have started it: then the join cancels it and calls it.
+                State::Queued => {
+                    if !entry.item.flush() {
+                        if entry.item.cancel() {
+                            // SAFETY: `cancel_work()` returned true, and the state changes next.
+                            unsafe { entry.item.run_cancelled() };
+                            entry.state = State::Ran;
+                        } else {
+                            entry.item.cancel_sync();
+                        }
+                    }
+                }
                 // A `cancel_work()` found it running or done, and it is never queued again: this
                 // waits for its function to return if it still runs, and unlike `flush_work()`
                 // needs no check for waiting on pending items (`check_flush_dependency()`).
                 State::Started => entry.item.cancel_sync(),
-                State::Queued => {}
+                State::Cancelled | State::Ran => {}
             }
         }
         // INVARIANT: every item's closure has been called and has returned.
