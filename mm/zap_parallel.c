@@ -238,6 +238,8 @@ static atomic_t zap_parallel_helpers = ATOMIC_INIT(0);
  * @write_bytes: what helpers' zaps of dirty shared file PTEs charged to their
  *	I/O accounting (task_io_account_write()), moved to the caller's
  * @nr_dirtied: pages they counted as dirtied (task_struct.nr_dirtied), ditto
+ * @test_chunks: test only (CONFIG_PARALLEL_ZAP_REAPER_TEST): chunks started
+ * @test_after: test only: chunks started after the reaper
  */
 struct zap_job {
 	struct mm_struct *mm;
