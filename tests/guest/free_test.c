@@ -583,6 +583,18 @@ static void do_zapmix(size_t bytes)
 	close(pvfd);
 }
 
+/* A pidfd of @pid, which is then sent SIGKILL. */
+static int pidfd_kill(pid_t pid)
+{
+	int pidfd = syscall(SYS_pidfd_open, pid, 0);
+
+	if (pidfd < 0)
+		die("pidfd_open");
+	if (kill(pid, SIGKILL))
+		die("kill");
+	return pidfd;
+}
+
 /* A child killed and reaped by process_mrelease() while its exit zaps. */
 static void do_mrelease(size_t bytes)
 {
@@ -604,11 +616,7 @@ static void do_mrelease(size_t bytes)
 	}
 	if (read(ready[0], &c, 1) != 1)
 		die("read");
-	pidfd = syscall(SYS_pidfd_open, pid, 0);
-	if (pidfd < 0)
-		die("pidfd_open");
-	if (kill(pid, SIGKILL))
-		die("kill");
+	pidfd = pidfd_kill(pid);
 	/* EINVAL or ESRCH once the exit is past the point of reaping. */
 	if (syscall(SYS_process_mrelease, pidfd, 0) && errno != EINVAL &&
 	    errno != ESRCH)
@@ -733,11 +741,7 @@ static void do_mrelease_late(size_t bytes)
 		}
 		if (read(ready[0], &c, 1) != 1)
 			die("read");
-		pidfd = syscall(SYS_pidfd_open, pid, 0);
-		if (pidfd < 0)
-			die("pidfd_open");
-		if (kill(pid, SIGKILL))
-			die("kill");
+		pidfd = pidfd_kill(pid);
 		ret = getenv("FREE_TEST_NO_MRELEASE") ? 0 :
 		      syscall(SYS_process_mrelease, pidfd, 0);
 		err = ret ? errno : 0;
