@@ -679,15 +679,18 @@ static void *bystander_fn(void *arg)
 	struct bystander *b = arg;
 
 	while (!b->stop && !b->bad) {
+		/* Once per pass: a pass rewrites all of the pages or none. */
+		int shared = b->shared;
+
 		for (size_t off = 0; off < b->bytes; off += PAGE) {
 			uint64_t *w = (uint64_t *)(b->p + off);
 
 			if (*w != (off ^ b->gen))
 				bystander_bad(b, off, *w);
-			if (!b->shared)
+			if (!shared)
 				*w = off ^ (b->gen + 1);
 		}
-		if (!b->shared)
+		if (!shared)
 			b->gen++;
 		usleep(2000);
 	}
