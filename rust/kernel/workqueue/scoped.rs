@@ -15,11 +15,14 @@
 //! # Lockdep
 //!
 //! Items are initialised with the scope's lock class, one per call site of [`scope!`], which the
-//! worker holds while an item runs (`process_one_work()`). The join acquires the same class,
-//! exclusively, as `flush_work()` does, but always, not only when an item is still pending or
-//! running: a caller that joins while holding a lock that one of its items takes gets a lockdep
-//! report even when the item happened to finish first. A scope opened inside an item of a scope
-//! of the same call site is reported as recursion, as a `flush_work()` of the same class is.
+//! worker holds while an item runs (`process_one_work()`). The join acquires the same class
+//! through a [`LockdepMap`] of the scope, as `flush_work()` does, but always, not only when an
+//! item is still pending or running: a caller that joins while holding a lock that one of its
+//! items takes gets a lockdep report even when the item happened to finish first. A scope opened
+//! inside an item of a scope of the same call site is reported as recursion, as a `flush_work()`
+//! of the same class is. The class is named after the call site unless [`scope!`] is given a
+//! name, and the join is recorded at the caller's instance of [`scope_with_key`], whose symbol
+//! names the caller.
 //!
 //! # Forward progress
 //!
@@ -52,7 +55,10 @@ use crate::{
     bindings,
     prelude::*,
     str::CStr,
-    sync::LockClassKey,
+    sync::{
+        lockdep::LockdepMap,
+        LockClassKey, //
+    },
     types::Opaque, //
 };
 use core::{
@@ -63,11 +69,13 @@ use core::{
     marker::PhantomData,
     ptr::NonNull, //
 };
+use pin_init::stack_pin_init;
 
 /// Runs `body` with a [`Scope`] and waits for every work item it spawned.
 ///
 /// `scope!("name", |s| ...)` is [`scope_with_key`] with a lock class of its own for the call site,
-/// as [`new_work!`](crate::workqueue::new_work) makes one for a work item.
+/// as [`new_work!`](crate::workqueue::new_work) makes one for a work item. Without a name,
+/// `scope!(|s| ...)` names the class after the call site's file and line, as `new_work!()` does.
 ///
 /// # Panics
 ///
@@ -95,16 +103,30 @@ use core::{
 /// // Every item ran and the borrows of `parts` and `drops` ended with the scope.
 /// assert_eq!(parts.iter().sum::<u64>(), (0..400).sum());
 /// assert_eq!(drops.load(Relaxed), 4);
+///
+/// // Without a name: the class is named after this file and line.
+/// let mut x = 0;
+/// scope!(|s| s.try_spawn(workqueue::system_dfl(), GFP_KERNEL, || x += 1))?;
+/// assert_eq!(x, 1);
 /// # Ok::<(), Error>(())
 /// ```
+// Exported under a hidden name and re-exported as `kernel::workqueue::scope`: `#[macro_export]` is
+// the only way for a `macro_rules!` macro to reach other crates, and it puts it at the crate root.
+#[doc(hidden)]
 #[macro_export]
-macro_rules! scope {
-    ($name:literal, $body:expr $(,)?) => {{
+macro_rules! __workqueue_scope {
+    ($name:literal, $body:expr $(,)?) => {
+        $crate::__workqueue_scope!(@named $crate::optional_name!($name), $body)
+    };
+    (@named $cname:expr, $body:expr) => {{
         // A static, so that the name has one address however often the call site is inlined or
         // monomorphised: lockdep compares a class's names by address.
-        static NAME: &$crate::str::CStr = $crate::c_str!($name);
+        static NAME: &$crate::str::CStr = $cname;
         $crate::workqueue::scope_with_key(NAME, $crate::static_lock_class!(), $body)
     }};
+    ($body:expr $(,)?) => {
+        $crate::__workqueue_scope!(@named $crate::optional_name!(), $body)
+    };
 }
 
 /// Runs `body` with a [`Scope`] whose items and join use the lock class `key` named `name`, then
@@ -146,35 +168,27 @@ where
     F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> T,
 {
     crate::task::might_sleep();
+    // Where lockdep records the join: this function's instance for `body`'s type, whose symbol
+    // names the caller (a closure's type path is the path of the function that defines it).
+    let this: fn(&'static CStr, Pin<&'static LockClassKey>, F) -> T = scope_with_key::<F, T>;
+    let ip = this as usize;
+    stack_pin_init!(let map = LockdepMap::new(name, key));
     // INVARIANT: there is no item yet.
     let scope = Scope {
         items: RefCell::new(KVec::new()),
         name,
         key,
         marker: Opaque::uninit(),
-        #[cfg(CONFIG_LOCKDEP)]
-        map: Opaque::uninit(),
         scope: PhantomData,
         env: PhantomData,
     };
     // SAFETY: `scope.marker` is valid for writes and stays where it is, on this thread's stack,
     // until `wq_scope_close()` below: `scope` is only borrowed in between.
     unsafe { bindings::wq_scope_open(scope.marker.get()) };
-    #[cfg(CONFIG_LOCKDEP)]
-    // SAFETY: `scope.map` is valid for writes and does not move until the join; the name and the
-    // key are static. Wait types and lock type as `lockdep_init_map()` gives them.
-    unsafe {
-        bindings::lockdep_init_map_type(
-            scope.map.get(),
-            name.as_char_ptr(),
-            key.as_ptr(),
-            0,
-            bindings::lockdep_wait_type_LD_WAIT_INV as u8,
-            bindings::lockdep_wait_type_LD_WAIT_INV as u8,
-            bindings::lockdep_lock_type_LD_LOCK_NORMAL as u8,
-        )
-    };
     let ret = body(&scope);
+    // As `flush_work()` does, but whether or not an item is still running, and even if no item
+    // could be spawned: the caller's held locks now come before the class the items run under.
+    map.acquire_release(ip);
     scope.join();
     // SAFETY: opened above; every item has returned, nothing borrows this stack any more.
     unsafe { bindings::wq_scope_close(scope.marker.get()) };
@@ -248,9 +262,6 @@ pub struct Scope<'scope, 'env: 'scope> {
     key: Pin<&'static LockClassKey>,
     /// Marks the frame of an open scope for the oops path (`kernel/workqueue_scope.c`).
     marker: Opaque<bindings::wq_scope_marker>,
-    /// The scope's own lockdep map, which the join acquires.
-    #[cfg(CONFIG_LOCKDEP)]
-    map: Opaque<bindings::lockdep_map>,
     scope: PhantomData<&'scope mut &'scope ()>,
     env: PhantomData<&'env mut &'env ()>,
 }
@@ -447,14 +458,6 @@ impl<'scope, 'env> Scope<'scope, 'env> {
 
     /// Calls the closures of the cancelled items, waits for the others, then frees all items.
     fn join(&self) {
-        // As `flush_work()` does, but whether or not an item is still running, and even if no
-        // item could be spawned: the caller's held locks now come before the class the items
-        // run under. The instruction pointer recorded is this function's.
-        #[cfg(CONFIG_LOCKDEP)]
-        // SAFETY: `self.map` was initialised in `scope_with_key` and does not move.
-        unsafe {
-            lockdep_join(self.map.get())
-        };
         let may_wait = self.may_wait();
         let mut items = self.items.borrow_mut();
         // A thread that may not wait for items that have not started takes them all off their
@@ -503,23 +506,6 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         // INVARIANT: every item's closure has been called and has returned.
         drop(core::mem::take(&mut *items));
     }
-}
-
-/// Acquires and releases `map` exclusively, as `lock_map_acquire()` and `lock_map_release()` do,
-/// recording this function as where.
-///
-/// # Safety
-///
-/// `map` must point to an initialised `lockdep_map`.
-#[cfg(CONFIG_LOCKDEP)]
-#[inline(never)]
-unsafe fn lockdep_join(map: *mut bindings::lockdep_map) {
-    let ip = lockdep_join as *const () as usize as c_ulong;
-    // SAFETY: `map` is initialised, by the safety requirements. Subclass 0, no trylock, an
-    // exclusive acquire that lockdep checks, no nest lock.
-    unsafe { bindings::lock_acquire(map, 0, 0, 0, 1, core::ptr::null_mut(), ip) };
-    // SAFETY: acquired just above.
-    unsafe { bindings::lock_release(map, ip) };
 }
 
 /// A closure spawned as a work item.

@@ -17,6 +17,7 @@ use crate::{
     },
     workqueue::{
         self,
+        scope,
         OwnedQueue, //
     },
 };
@@ -38,7 +39,7 @@ mod cases {
     #[test]
     fn borrows_from_the_stack() -> Result {
         let mut slots = [0u32; 16];
-        crate::scope!("scope_test_borrow", |s| -> Result {
+        scope!("scope_test_borrow", |s| -> Result {
             for (i, slot) in slots.iter_mut().enumerate() {
                 s.try_spawn(workqueue::system_dfl(), GFP_KERNEL, move || {
                     *slot = i as u32 + 1;
@@ -56,7 +57,7 @@ mod cases {
     #[test]
     fn join_waits_for_every_item() -> Result {
         let done = Atomic::new(0usize);
-        crate::scope!("scope_test_join", |s| -> Result {
+        scope!("scope_test_join", |s| -> Result {
             for _ in 0..4 {
                 let done = &done;
                 s.try_spawn(workqueue::system_dfl(), GFP_KERNEL, move || {
@@ -79,7 +80,7 @@ mod cases {
         let here = Atomic::new(0usize);
         let me = current!().as_ptr().addr();
         let (started, go) = (Atomic::new(false), Atomic::new(false));
-        let cancelled = crate::scope!("scope_test_cancel", |s| -> Result<(usize, usize)> {
+        let cancelled = scope!("scope_test_cancel", |s| -> Result<(usize, usize)> {
             let (r, st, g) = (&ran, &started, &go);
             let token = Token(&dropped);
             s.try_spawn(&queue, GFP_KERNEL, move || {
@@ -133,7 +134,7 @@ mod cases {
         let old = unsafe { (*task).flags };
         // SAFETY: as above.
         unsafe { (*task).flags = old | bindings::PF_MEMALLOC };
-        let res = crate::scope!("scope_test_memalloc", |s| -> Result<bool> {
+        let res = scope!("scope_test_memalloc", |s| -> Result<bool> {
             let may_wait = s.may_wait();
             let (r, st, g) = (&ran, &started, &go);
             let token = Token(&dropped);
@@ -179,11 +180,11 @@ mod cases {
         let errors = Atomic::new(0usize);
         // Asserts in a kworker are not reported to KUnit: count, then assert here.
         let waited = Atomic::new(0usize);
-        crate::scope!("scope_test_outer", |s| -> Result {
+        scope!("scope_test_outer", |s| -> Result {
             for _ in 0..2 {
                 let (inner_ran, errors, waited) = (&inner_ran, &errors, &waited);
                 s.try_spawn(&queue, GFP_KERNEL, move || {
-                    let res = crate::scope!("scope_test_inner", |inner| -> Result {
+                    let res = scope!("scope_test_inner", |inner| -> Result {
                         // A work item may not wait for items that have not started.
                         if inner.may_wait() {
                             waited.add(1, Relaxed);
@@ -211,7 +212,7 @@ mod cases {
     /// A scope with no item returns the body's value at once; the calling thread may wait.
     #[test]
     fn empty_scope() {
-        let v = crate::scope!("scope_test_empty", |s| {
+        let v = scope!("scope_test_empty", |s| {
             assert!(s.may_wait());
             42
         });
@@ -223,7 +224,7 @@ mod cases {
     fn try_spawn_on_every_node() -> Result {
         let ran = Atomic::new(0usize);
         let mut nodes = 0;
-        crate::scope!("scope_test_node", |s| -> Result {
+        scope!("scope_test_node", |s| -> Result {
             let first = crate::alloc::NumaNode::next_with_cpus(None).ok_or(ENODEV)?;
             let mut node = first;
             loop {
