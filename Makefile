@@ -55,6 +55,7 @@ PYTHON_PLOT ?= $(shell for p in python3 /usr/bin/python3; do \
 KMAKE = $(MAKE) -C $(TREE) O=$(KBUILD) LLVM=$(LLVM)
 
 .PHONY: all setup setup-if-needed base apply sync diff config kernel kernel-norust \
+	setup-arm64 kernel-arm64 check-arm64 configs \
 	boottest-norust kernel-bench run check check-full \
 	kconfig-modversions kernel-modversions boottest-modversions \
 	rustfmt rust-analyzer series series-scope series-build bench-hugetlb bench-free bench-engine \
@@ -66,6 +67,8 @@ help:
 	@echo "make run     build, boot the 2-node guest with each engine: deferred init, hugetlb, teardown, verdicts"
 	@echo "make check   build, lint (clippy, rustfmt, checkpatch), KUnit, boot tests (CI)"
 	@echo "make check-full  check, plus the kernel without Rust, the MODVERSIONS kernel, every free test, every patch built"
+	@echo "make check-arm64  the arm64 guest: KUnit, the oops in a scope, boot, hugetlb and free tests (part of check-full)"
+	@echo "make configs  the configuration matrix: WERROR builds, W=1, sparse, coccicheck (part of check-full)"
 	@echo "make setup   install the toolchain and packages (Debian 12, root)"
 	@echo "make apply   write the overlay into $(TREE)"
 	@echo "make sync    bring edits made in $(TREE) back into the overlay"
@@ -82,6 +85,9 @@ help:
 
 setup:
 	@bash scripts/setup.sh
+
+setup-arm64:
+	@bash scripts/setup.sh --arm64
 
 setup-if-needed:
 	@bash scripts/setup.sh --check >/dev/null 2>&1 || bash scripts/setup.sh
@@ -232,6 +238,50 @@ check:
 # hugetlb scenario, and the per-patch build of the series.
 check-full:
 	@CHECK_FULL=1 bash scripts/check.sh
+
+# arm64 (issue 37): the test configuration cross-built with the same LLVM
+# (ARCH=arm64 LLVM=-19, Rust included; no GCC cross toolchain), booted in
+# qemu-system-aarch64 ('virt', GICv3, TCG) on the NUMA layout of the x86_64
+# guest (tests/qemu_configs/arm64_numa.py).  Its kunitconfig is the x86_64
+# one without the x86-only lines, plus tests/arm64.kunitconfig.
+# What tests/mtjob.kunitconfig has that arm64 cannot: x86's own options and
+# 8250 console, HVO (arm64 does not select
+# ARCH_WANT_HUGETLB_PAGE_OPTIMIZE_VMEMMAP in 7.3) and soft-dirty bits (no
+# HAVE_ARCH_SOFT_DIRTY).
+NOT_ARM64 := X86_[A-Z0-9_]* SERIAL_8250[A-Z0-9_]* HUGETLB_PAGE_OPTIMIZE_VMEMMAP MEM_SOFT_DIRTY
+space := $(subst ,, )
+KBUILD_ARM64      := $(KBUILD)-arm64
+KUNITCONFIG_ARM64 := $(BUILD)/arm64.kunitconfig
+QEMU_CONFIG_ARM64 := $(OVERLAY)/tests/qemu_configs/arm64_numa.py
+export KBUILD_ARM64 KUNITCONFIG_ARM64 QEMU_CONFIG_ARM64
+
+$(KUNITCONFIG_ARM64): $(KUNITCONFIG) $(OVERLAY)/tests/arm64.kunitconfig
+	@mkdir -p $(BUILD)
+	@grep -v -E '^CONFIG_($(subst $(space),|,$(strip $(NOT_ARM64))))=' $(KUNITCONFIG) > $@.tmp
+	@cat $(OVERLAY)/tests/arm64.kunitconfig >> $@.tmp
+	@mv $@.tmp $@
+
+kernel-arm64: apply $(KUNITCONFIG_ARM64)
+	@echo "kernel-arm64: building in $(KBUILD_ARM64) (log in $(KBUILD_ARM64).log)"
+	@cd $(TREE) && python3 tools/testing/kunit/kunit.py build \
+		--build_dir $(KBUILD_ARM64) --kunitconfig $(KUNITCONFIG_ARM64) \
+		--qemu_config $(QEMU_CONFIG_ARM64) --make_options LLVM=$(LLVM) \
+		--jobs $(JOBS) > $(KBUILD_ARM64).log 2>&1 || \
+		{ tail -n 40 $(KBUILD_ARM64).log; echo "kernel-arm64: build failed"; exit 1; }
+	@echo "kernel-arm64: $(KBUILD_ARM64)/arch/arm64/boot/Image.gz"
+
+# The configuration matrix the kernel's bots build (issue 37,
+# scripts/configs.py): every entry, or CONFIGS=name,... (configs.py --list),
+# built whole with CONFIG_WERROR=y, the series' C files again with W=1 and
+# sparse; coccicheck on them once.  Build directories in build/configs/.
+configs: apply
+	@python3 scripts/configs.py $(if $(CONFIGS),--only $(CONFIGS),--cocci)
+
+# check-full's arm64 stages alone: KUnit, the oops in a scope, boottest,
+# hugetlbtest and freetest on the arm64 guest (scripts/check.sh).
+check-arm64:
+	@CHECK_FULL=1 CHECK_STAGES="kunit-arm64 scope-oops-arm64 boottest-arm64 hugetlbtest-arm64 freetest-arm64" \
+		bash scripts/check.sh
 
 # Boot-time hugetlb allocation time, 2M and 1G, per engine, REPEAT boots,
 # engines alternating, the job allowed every vCPU (hugepage_alloc_threads=).

@@ -32,7 +32,32 @@ import freebench
 import runreport
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BUSYBOX = "/bin/busybox"
+
+# What differs between the guests of each architecture the kernel may be
+# built for (guest_arch() reads it from the build's .config).  arm64
+# (issue 37): QEMU's 'virt' machine with GICv3, whose device tree carries
+# the -numa layout; its user space is cross-compiled with Debian's
+# gcc-aarch64-linux-gnu and libc6-dev-arm64-cross, and its busybox is
+# busybox-static:arm64 unpacked by 'make setup' (scripts/setup.sh).
+ARCHES = {
+    "x86_64": {"qemu": "qemu-system-x86_64", "machine": [],
+               "kernel": "arch/x86/boot/bzImage", "console": "ttyS0",
+               "cc": "gcc", "busybox": "/bin/busybox", "srcarch": "x86",
+               "setup": "apt-get install busybox-static"},
+    "arm64": {"qemu": "qemu-system-aarch64",
+              "machine": ["-machine", "virt,gic-version=3"],
+              "kernel": "arch/arm64/boot/Image", "console": "ttyAMA0",
+              "cc": "aarch64-linux-gnu-gcc",
+              "busybox": "/usr/local/lib/mt-job/arm64/busybox",
+              "srcarch": "arm64",
+              "setup": "make setup (busybox-static:arm64, "
+                       "gcc-aarch64-linux-gnu, libc6-dev-arm64-cross)"},
+}
+
+
+def guest_arch(kbuild):
+    """The architecture KBUILD's .config builds: x86_64 or arm64."""
+    return "arm64" if kconfig_of(kbuild, "ARM64") == "y" else "x86_64"
 
 # The pr_debug() line deferred_init_memmap() prints after upstream's "node N
 # deferred pages initialised in Mms" (DEFERRED_DEBUG shows it).
@@ -159,8 +184,10 @@ def mm_selftest_checks(check, log, quick=False):
 
 
 def build_mm_selftests(kbuild, outdir):
-    """Build MM_SELFTESTS statically from the tree KBUILD was built from,
-    against its UAPI headers (made in OUTDIR/hdr); return [(name, path)]."""
+    """Build MM_SELFTESTS statically for KBUILD's architecture from the tree
+    KBUILD was built from, against its UAPI headers (made in OUTDIR/hdr);
+    return [(name, path)]."""
+    arch = ARCHES[guest_arch(kbuild)]
     tree = os.path.realpath(os.path.join(kbuild, "source"))
     src = os.path.join(tree, "tools", "testing", "selftests", "mm")
     if not os.path.isdir(src):
@@ -171,15 +198,17 @@ def build_mm_selftests(kbuild, outdir):
     os.makedirs(bindir, exist_ok=True)
     # A build directory of its own: the kernel's would be reconfigured.
     for cmd in (["make", "-s", "-C", tree, f"O={hdr}", "LLVM=-19",
-                 "headers"],
+                 f"ARCH={arch['srcarch']}", "headers"],
                 ["make", "-s", "-C", src, f"OUTPUT={bindir}",
                  f"KHDR_INCLUDES=-isystem {hdr}/usr/include",
-                 "LDFLAGS=-static", "CC=gcc"]
+                 f"ARCH={arch['srcarch']}", "LDFLAGS=-static",
+                 f"CC={arch['cc']}"]
                 + [os.path.join(bindir, t) for t in MM_SELFTESTS]):
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode:
             die(f"building the mm selftests failed ({' '.join(cmd[:6])} "
-                f"...; needs make, gcc and libc6-dev):\n{res.stderr[-3000:]}")
+                f"...; needs make, {arch['cc']} and its libc):\n"
+                f"{res.stderr[-3000:]}")
     return [(t, os.path.join(bindir, t)) for t in MM_SELFTESTS]
 
 
@@ -207,11 +236,14 @@ def make_initramfs(kbuild, out, mm_selftests=False):
     if not os.access(gen, os.X_OK):
         die(f"{gen} is missing: build the kernel (CONFIG_BLK_DEV_INITRD=y) "
             "first with 'make kernel'")
-    if not os.access(BUSYBOX, os.X_OK):
-        die(f"{BUSYBOX} is missing: apt-get install busybox-static "
-            "(or run 'make setup')")
+    arch = ARCHES[guest_arch(kbuild)]
+    busybox = arch["busybox"]
+    if not os.access(busybox, os.X_OK):
+        die(f"{busybox} is missing: {arch['setup']} (or run 'make setup')")
     init = os.path.join(REPO, "tests", "guest", "init")
-    progs = build_guest_programs(os.path.join(os.path.dirname(out), "guest"))
+    sub = "" if guest_arch(kbuild) == "x86_64" else "-" + guest_arch(kbuild)
+    progs = build_guest_programs(
+        os.path.join(os.path.dirname(out), "guest" + sub), arch["cc"])
     spec = "\n".join([
         "dir /dev 0755 0 0",
         "dir /lib 0755 0 0",
@@ -222,7 +254,7 @@ def make_initramfs(kbuild, out, mm_selftests=False):
         "dir /tmp 0755 0 0",
         "dir /bin 0755 0 0",
         "dir /sbin 0755 0 0",
-        f"file /bin/busybox {BUSYBOX} 0755 0 0",
+        f"file /bin/busybox {busybox} 0755 0 0",
         "slink /bin/sh busybox 0777 0 0",
         f"file /init {init} 0755 0 0",
     ] + [f"file /bin/{name} {path} 0755 0 0" for name, path in progs] + [
@@ -233,7 +265,7 @@ def make_initramfs(kbuild, out, mm_selftests=False):
         ["dir /bin/mm 0755 0 0"] + [
             f"file /bin/mm/{name} {path} 0755 0 0" for name, path in
             build_mm_selftests(kbuild, os.path.join(
-                os.path.dirname(out), "mm-selftests"))]
+                os.path.dirname(out), "mm-selftests" + sub))]
         if mm_selftests else []) + [
         f"file /bin/{name} {os.path.join(REPO, 'tests', 'guest', name)} "
         "0755 0 0" for name in sorted(os.listdir(
@@ -249,8 +281,8 @@ def make_initramfs(kbuild, out, mm_selftests=False):
         os.unlink(spec_path)
 
 
-def build_guest_programs(outdir):
-    """Build tests/guest/*.c statically; return [(name, path)]."""
+def build_guest_programs(outdir, cc="gcc"):
+    """Build tests/guest/*.c statically with CC; return [(name, path)]."""
     src_dir = os.path.join(REPO, "tests", "guest")
     os.makedirs(outdir, exist_ok=True)
     progs = []
@@ -262,11 +294,11 @@ def build_guest_programs(outdir):
         srcp = os.path.join(src_dir, src)
         if (not os.path.exists(out) or
                 os.path.getmtime(out) < os.path.getmtime(srcp)):
-            res = subprocess.run(["gcc", "-static", "-O2", "-Wall", "-Werror",
+            res = subprocess.run([cc, "-static", "-O2", "-Wall", "-Werror",
                                   "-o", out, srcp], capture_output=True,
                                  text=True)
             if res.returncode:
-                die(f"building {srcp} failed (needs gcc and libc6-dev):\n"
+                die(f"building {srcp} failed (needs {cc} and its libc):\n"
                     f"{res.stderr}")
         progs.append((name, out))
     return progs
@@ -283,7 +315,8 @@ def qemu_cmd(args, kernel, initrd, cmdline):
     per_cpu = args.cpus // args.nodes
     per_mem = args.mem_gib // (args.nodes + memonly)
     accel = "kvm" if args.accel == "kvm" else "tcg,thread=multi"
-    cmd = [shutil.which("qemu-system-x86_64") or "qemu-system-x86_64",
+    arch = ARCHES[guest_arch(args.kbuild)]
+    cmd = [shutil.which(arch["qemu"]) or arch["qemu"]] + arch["machine"] + [
            "-accel", accel, "-cpu", "max", "-m", f"{args.mem_gib}G",
            "-smp", f"{args.cpus},sockets={args.nodes}",
            "-nodefaults", "-nographic", "-no-reboot", "-serial", "stdio",
@@ -315,16 +348,18 @@ def split_spec(spec):
 def boot(args, spec, extra=""):
     """Boot once; return the parsed results and the console log."""
     engine, params = split_spec(spec)
-    kernel = os.path.join(args.kbuild, "arch", "x86", "boot", "bzImage")
+    arch = ARCHES[guest_arch(args.kbuild)]
+    kernel = os.path.join(args.kbuild, arch["kernel"])
     if not os.path.exists(kernel):
-        die(f"{kernel} is missing: run 'make kernel' first")
+        die(f"{kernel} is missing: run 'make kernel' (or kernel-arm64) first")
     # The console stays quiet; the guest's init prints the whole dmesg,
     # which log_buf_len keeps from boot on: the default 128 KiB lasted about
     # 180 s of a CPU hotplug run and lost a warning (parse() checks that
     # the dmesg still starts at boot).
     # nokaslr: a randomly placed kernel image changes the memblock
     # reservations, and so the free page counts, by a few pages per boot.
-    cmdline = ("console=ttyS0 panic=-1 kunit.enable=0 loglevel=1 nokaslr "
+    cmdline = (f"console={arch['console']} panic=-1 kunit.enable=0 "
+               "loglevel=1 nokaslr "
                f"log_buf_len={LOG_BUF_LEN} "
                f"{DEFERRED_DEBUG} mtjob.engine={engine} {params} "
                f"{args.append} {extra}").strip()
@@ -1427,7 +1462,10 @@ def main():
     if args.repeat < 1 or args.nodes < 1 or args.cpus < 1:
         die("--repeat, --nodes and --cpus must be at least 1")
     os.makedirs(args.logdir, exist_ok=True)
-    args.initrd = os.path.join(os.path.dirname(args.logdir), "initramfs.cpio")
+    arch = guest_arch(args.kbuild)
+    args.initrd = os.path.join(
+        os.path.dirname(args.logdir),
+        "initramfs.cpio" if arch == "x86_64" else f"initramfs-{arch}.cpio")
     make_initramfs(args.kbuild, args.initrd,
                    mm_selftests=args.command == "freetest")
     sys.exit({"run": cmd_run, "boottest": cmd_boottest,

@@ -19,12 +19,57 @@ SOURCE_PKG=linux-source-$VERSION
 APT_PKGS=(clang$LLVM_SUFFIX lld$LLVM_SUFFIX llvm$LLVM_SUFFIX libclang$LLVM_SUFFIX-dev
 	qemu-system-x86 bc flex bison libelf-dev libssl-dev cpio make gcc
 	libc6-dev busybox-static python3 python3-ply python3-git git xz-utils)
-# For the benchmarks' plots and check-full's MODVERSIONS kernel (gendwarfksyms
-# needs libdw) only: installed when setup runs as root, never reported
-# missing (make check neither plots nor builds that kernel).
-OPTIONAL_PKGS=(python3-matplotlib libdw-dev)
+# For the benchmarks' plots, check-full's MODVERSIONS kernel (gendwarfksyms
+# needs libdw) and check-full's arm64 guests (make check-arm64:
+# qemu-system-aarch64) only: installed when setup runs as root, never
+# reported missing (make check neither plots nor builds those kernels).
+OPTIONAL_PKGS=(python3-matplotlib libdw-dev qemu-system-arm)
 check_only=0
 [ "${1:-}" = "--check" ] && check_only=1
+
+# --arm64: what the arm64 guests need besides the above (make setup-arm64,
+# run by make check-arm64): QEMU's aarch64 system emulator, a cross
+# compiler and C library for the guest's static test programs, and a static
+# busybox for arm64, unpacked from Debian's busybox-static:arm64 (apt's
+# multiarch, so that the package comes from this machine's own archive).
+ARM64_PKGS=(qemu-system-arm gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+ARM64_BUSYBOX=/usr/local/lib/mt-job/arm64/busybox
+if [ "${1:-}" = "--arm64" ]; then
+	need=()
+	for p in "${ARM64_PKGS[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+			need+=("$p")
+	done
+	if [ ${#need[@]} -eq 0 ] && [ -x $ARM64_BUSYBOX ]; then
+		echo "setup: arm64 guests: ready ($(qemu-system-aarch64 --version | head -n1))"
+		exit 0
+	fi
+	[ "$(id -u)" = 0 ] || {
+		echo "setup: not root; as root run: make setup-arm64 (${need[*]} and busybox-static:arm64)" >&2
+		exit 1
+	}
+	if [ ${#need[@]} -gt 0 ]; then
+		echo "setup: installing ${need[*]}"
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+	fi
+	if [ ! -x $ARM64_BUSYBOX ]; then
+		dpkg --print-foreign-architectures | grep -qx arm64 || {
+			dpkg --add-architecture arm64
+			apt-get update -qq
+		}
+		tmp=$(mktemp -d)
+		chown _apt "$tmp" 2>/dev/null || chmod 755 "$tmp"
+		(cd "$tmp" && apt-get download -qq busybox-static:arm64) &&
+			dpkg-deb -x "$tmp"/busybox-static_*_arm64.deb "$tmp/root" &&
+			install -D -m 755 "$tmp/root/bin/busybox" $ARM64_BUSYBOX
+		rc=$?
+		rm -rf "$tmp"
+		[ $rc = 0 ] || { echo "setup: could not unpack busybox-static:arm64" >&2; exit 1; }
+		echo "setup: $ARM64_BUSYBOX from busybox-static:arm64"
+	fi
+	exit 0
+fi
 
 export PATH="$HOME/.cargo/bin:$PATH"
 missing=()
