@@ -250,16 +250,21 @@ check-full:
 # HAVE_ARCH_SOFT_DIRTY).
 NOT_ARM64 := X86_[A-Z0-9_]* SERIAL_8250[A-Z0-9_]* HUGETLB_PAGE_OPTIMIZE_VMEMMAP MEM_SOFT_DIRTY
 space := $(subst ,, )
-KBUILD_ARM64      := $(KBUILD)-arm64
-KUNITCONFIG_ARM64 := $(BUILD)/arm64.kunitconfig
+# ARM64_PAGES=64K: the same with 64 KiB pages (a PMD of 512 MiB), in a
+# build directory of its own (check-full builds and boots both).
+ARM64_PAGES       ?= 4K
+ARM64_SUFFIX      := $(if $(filter 4K,$(ARM64_PAGES)),,-$(ARM64_PAGES))
+KBUILD_ARM64      := $(KBUILD)-arm64$(ARM64_SUFFIX)
+KUNITCONFIG_ARM64 := $(BUILD)/arm64$(ARM64_SUFFIX).kunitconfig
 QEMU_CONFIG_ARM64 := $(OVERLAY)/tests/qemu_configs/arm64_numa.py
 export KBUILD_ARM64 KUNITCONFIG_ARM64 QEMU_CONFIG_ARM64
 
-$(KUNITCONFIG_ARM64): $(KUNITCONFIG) $(OVERLAY)/tests/arm64.kunitconfig
+$(KUNITCONFIG_ARM64): $(KUNITCONFIG) $(OVERLAY)/tests/arm64.kunitconfig FORCE
 	@mkdir -p $(BUILD)
 	@grep -v -E '^CONFIG_($(subst $(space),|,$(strip $(NOT_ARM64))))=' $(KUNITCONFIG) > $@.tmp
-	@cat $(OVERLAY)/tests/arm64.kunitconfig >> $@.tmp
-	@mv $@.tmp $@
+	@sed 's/^CONFIG_ARM64_4K_PAGES=y$$/CONFIG_ARM64_$(ARM64_PAGES)_PAGES=y/' \
+		$(OVERLAY)/tests/arm64.kunitconfig >> $@.tmp
+	@cmp -s $@.tmp $@ && rm $@.tmp || mv $@.tmp $@
 
 kernel-arm64: apply $(KUNITCONFIG_ARM64)
 	@echo "kernel-arm64: building in $(KBUILD_ARM64) (log in $(KBUILD_ARM64).log)"
@@ -280,7 +285,7 @@ configs: apply
 # check-full's arm64 stages alone: KUnit, the oops in a scope, boottest,
 # hugetlbtest and freetest on the arm64 guest (scripts/check.sh).
 check-arm64:
-	@CHECK_FULL=1 CHECK_STAGES="kunit-arm64 scope-oops-arm64 boottest-arm64 hugetlbtest-arm64 freetest-arm64" \
+	@CHECK_FULL=1 CHECK_STAGES="kunit-arm64 scope-oops-arm64 boottest-arm64 hugetlbtest-arm64 freetest-arm64 kunit-arm64-64K scope-oops-arm64-64K boottest-arm64-64K hugetlbtest-arm64-64K freetest-zap-arm64-64K" \
 		bash scripts/check.sh
 
 # Boot-time hugetlb allocation time, 2M and 1G, per engine, REPEAT boots,
@@ -389,3 +394,5 @@ clean:
 
 distclean:
 	rm -rf $(BUILD)
+
+FORCE:

@@ -366,6 +366,21 @@ line=$(grep -o "enginebench-smoke: [0-9]* passed, [0-9]* failed" \
 passed=$((passed + $(echo "$line" | awk '{print $2+0}')))
 failed=$((failed + $(echo "$line" | awk '{print $4+0}')))
 
+# The configuration matrix (make configs, scripts/configs.py): make check
+# builds the entries a bot breaks first (no Rust, one node, one CPU) with
+# CONFIG_WERROR=y and W=1 on the series' C files; check-full builds every
+# entry, arm64's defconfig included, and runs coccicheck.
+configs() {
+	python3 "$repo/scripts/configs.py" "$@" | tee "$logs/configs.txt"
+	return "${PIPESTATUS[0]}"
+}
+if [ "$CHECK_FULL" = 1 ]; then
+	stage configs configs --cocci
+else
+	stage configs configs --only rust-n,numa-n,smp-n
+fi
+count $?
+
 # A kernel without Rust (CONFIG_RUST=n, as distributions build): boot jobs
 # stay on padata with more than one thread, initialise the same deferred
 # pages per node as the Rust kernel did in boottest, and allocate the hugetlb
@@ -408,44 +423,64 @@ modversions_boot() {
 # arm64 (issue 37; make check-arm64 runs these stages alone): the test
 # configuration cross-built with LLVM (make kernel-arm64), KUnit on the
 # 'virt' guest with the NUMA layout of x86_64's, the oops in a scope, and
-# the guest suites on two nodes, with their own logs (build/logs/arm64).
-KBUILD_ARM64=${KBUILD_ARM64:-$KBUILD-arm64}
-kunit_arm64() {
-	make -s -C "$repo" setup-arm64 kernel-arm64 || return 1
+# the guest suites on two nodes, with their own logs (build/logs/arm64);
+# then the same with 64 KiB pages (ARM64_PAGES=64K, suffix -64K).
+arm64_kbuild() { echo "$KBUILD-arm64$1"; }
+kunit_arm64() {	# kunit_arm64 PAGES SUFFIX
+	local kb
+	kb=$(arm64_kbuild "$2")
+	make -s -C "$repo" setup-arm64 kernel-arm64 ARM64_PAGES="$1" || return 1
 	(cd "$TREE" && python3 tools/testing/kunit/kunit.py exec \
-		--build_dir "$KBUILD_ARM64" --kunitconfig "$repo/build/arm64.kunitconfig" \
+		--build_dir "$kb" --kunitconfig "$repo/build/arm64$2.kunitconfig" \
 		--qemu_config "$OVERLAY/tests/qemu_configs/arm64_numa.py" \
-		--timeout 1800) > "$logs/kunit-arm64.log" 2>&1
+		--timeout 1800) > "$logs/kunit-arm64$2.log" 2>&1
 	local rc=$?
-	cp "$KBUILD_ARM64/test.log" "$logs/kunit-arm64-kernel.log" 2>/dev/null
-	grep -E 'Testing complete|FAILED|CRASHED' "$logs/kunit-arm64.log"
-	grep -q 'Testing complete' "$logs/kunit-arm64.log" || rc=1
+	cp "$kb/test.log" "$logs/kunit-arm64$2-kernel.log" 2>/dev/null
+	grep -E 'Testing complete|FAILED|CRASHED' "$logs/kunit-arm64$2.log"
+	grep -q 'Testing complete' "$logs/kunit-arm64$2.log" || rc=1
 	return $rc
 }
-guest_suite_arm64() {	# guest_suite_arm64 NAME
-	python3 "$repo/scripts/guest.py" "$1" --engines rust,padata $quick \
-		--kbuild "$KBUILD_ARM64" --logdir "$logs/arm64" --timeout 900 |
-		tee "$logs/arm64-$1.txt"
+# The guest suites on arm64 run in their --quick form in check-full too:
+# TCG emulates the aarch64 guest more slowly than the x86_64 one here (see
+# the README for the stages' times), and the whole freetest would not fit
+# its boot's 40 minutes.
+guest_suite_arm64() {	# guest_suite_arm64 NAME SUFFIX [ARGS...]
+	local name=$1 sfx=$2
+	shift 2
+	python3 "$repo/scripts/guest.py" "$name" --engines rust,padata --quick \
+		--kbuild "$(arm64_kbuild "$sfx")" --logdir "$logs/arm64$sfx" --timeout 900 "$@" |
+		tee "$logs/arm64$sfx-$name.txt"
 	return "${PIPESTATUS[0]}"
 }
-if [ "$CHECK_FULL" = 1 ]; then
-	stage kunit-arm64 kunit_arm64; rc=$?
+arm64_stages() {	# arm64_stages PAGES: 4K, or 64K with fewer suites
+	local pages=$1 sfx= suites="boottest hugetlbtest freetest" rc suite line kp kf
+	[ "$pages" = 4K ] || { sfx=-$pages; suites="boottest hugetlbtest"; }
+	stage "kunit-arm64$sfx" kunit_arm64 "$pages" "$sfx"; rc=$?
 	count $rc
-	kp=$(sed -n 's/.*Ran [0-9]* tests: passed: \([0-9]*\).*/\1/p' "$logs/kunit-arm64.log" | tail -n 1)
-	kf=$(sed -n 's/.*Ran [0-9]* tests:.* failed: \([0-9]*\).*/\1/p' "$logs/kunit-arm64.log" | tail -n 1)
+	kp=$(sed -n 's/.*Ran [0-9]* tests: passed: \([0-9]*\).*/\1/p' "$logs/kunit-arm64$sfx.log" | tail -n 1)
+	kf=$(sed -n 's/.*Ran [0-9]* tests:.* failed: \([0-9]*\).*/\1/p' "$logs/kunit-arm64$sfx.log" | tail -n 1)
 	passed=$((passed + ${kp:-0}))
 	failed=$((failed + ${kf:-0}))
-	if [ $rc = 0 ]; then
-		stage scope-oops-arm64 scope_oops "$KBUILD_ARM64" "$repo/build/arm64.kunitconfig" \
-			"$OVERLAY/tests/qemu_configs/arm64_numa.py" scope-oops-arm64
+	[ $rc = 0 ] || return
+	stage "scope-oops-arm64$sfx" scope_oops "$(arm64_kbuild "$sfx")" \
+		"$repo/build/arm64$sfx.kunitconfig" \
+		"$OVERLAY/tests/qemu_configs/arm64_numa.py" "scope-oops-arm64$sfx"
+	count $?
+	for suite in $suites; do
+		stage "$suite-arm64$sfx" guest_suite_arm64 "$suite" "$sfx"; count $?
+		line=$(grep -o "$suite: [0-9]* passed, [0-9]* failed" "$logs/arm64$sfx-$suite.txt")
+		passed=$((passed + $(echo "$line" | awk '{print $2+0}')))
+		failed=$((failed + $(echo "$line" | awk '{print $4+0}')))
+	done
+	# 64 KiB pages: the parallel zap's own cases (a block is 512 MiB).
+	if [ -n "$sfx" ]; then
+		stage "freetest-zap-arm64$sfx" guest_suite_arm64 freetest "$sfx" --only zap
 		count $?
-		for suite in boottest hugetlbtest freetest; do
-			stage "$suite-arm64" guest_suite_arm64 "$suite"; count $?
-			line=$(grep -o "$suite: [0-9]* passed, [0-9]* failed" "$logs/arm64-$suite.txt")
-			passed=$((passed + $(echo "$line" | awk '{print $2+0}')))
-			failed=$((failed + $(echo "$line" | awk '{print $4+0}')))
-		done
 	fi
+}
+if [ "$CHECK_FULL" = 1 ]; then
+	arm64_stages 4K
+	arm64_stages 64K
 	stage norust norust; count $?
 	stage kernel-modversions make -s -C "$repo" kernel-modversions; rc=$?
 	count $rc

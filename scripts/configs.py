@@ -165,22 +165,23 @@ def build(name, arch, objs_wanted, sparse, cocci, log):
         tail = (res.stdout + res.stderr)[-4000:]
         return False, [f"the build failed (CONFIG_WERROR=y):\n{tail}"], [], \
             time.monotonic() - t0
-    objs = [f[:-2] + ".o" for f in objs_wanted
-            if os.path.exists(os.path.join(kbuild, f[:-2] + ".o"))]
+    objs = sorted({o for o in (object_of(kbuild, f) for f in objs_wanted)
+                   if o})
     text = ""
     if objs:
         # Touch to force the rebuild: C=1 checks only what it compiles.
-        for f in objs:
-            os.utime(os.path.join(TREE, f[:-2] + ".c"))
+        touch(objs_wanted)
         extra = ["W=1", "KCFLAGS=-Wno-error"] + (["C=1"] if sparse else [])
         res = subprocess.run(make + extra + objs, capture_output=True,
                              text=True)
         log.write(res.stdout + res.stderr)
         text += res.stdout + res.stderr
         if cocci:
-            for f in objs:
-                os.utime(os.path.join(TREE, f[:-2] + ".c"))
-            res = subprocess.run(make + ["C=1", "CHECK=scripts/coccicheck",
+            touch(objs_wanted)
+            # An absolute CHECK: scripts/checker-valid.sh looks it up from
+            # the build directory.
+            check = os.path.join(TREE, "scripts", "coccicheck")
+            res = subprocess.run(make + ["C=1", f"CHECK={check}",
                                          "MODE=report"] + objs,
                                  capture_output=True, text=True)
             log.write(res.stdout + res.stderr)
@@ -202,6 +203,48 @@ def build(name, arch, objs_wanted, sparse, cocci, log):
             upstream.append(entry)
     return True, sorted(set(new)), sorted(set(upstream)), \
         time.monotonic() - t0
+
+
+def object_of(kbuild, path):
+    """The object KBUILD builds PATH into: its own, or that of the file in
+    its directory that #includes it (kernel/sched/build_*.c,
+    rust/helpers/helpers.c); None if the entry builds neither."""
+    if os.path.exists(os.path.join(kbuild, path[:-2] + ".o")):
+        return path[:-2] + ".o"
+    d, base = os.path.split(path)
+    for f in sorted(os.listdir(os.path.join(TREE, d))):
+        if not f.endswith(".c") or f == base:
+            continue
+        obj = os.path.join(d, f[:-2] + ".o")
+        if not os.path.exists(os.path.join(kbuild, obj)):
+            continue
+        with open(os.path.join(TREE, d, f), errors="replace") as src:
+            if re.search(rf'^#include "{re.escape(base)}"', src.read(), re.M):
+                return obj
+    return None
+
+
+def touch(paths):
+    for f in paths:
+        os.utime(os.path.join(TREE, f))
+
+
+def sparse_usable():
+    """Whether kbuild would run the installed sparse (C=1): 7.3's
+    scripts/checker-valid.sh rejects a sparse without __typeof_unqual__,
+    such as Debian 12's 0.6.4, and kbuild then turns C=1 off."""
+    if not shutil.which("sparse"):
+        return False, "sparse is not installed"
+    res = subprocess.run(["sh", os.path.join(TREE, "scripts",
+                                             "checker-valid.sh"), "sparse"],
+                         capture_output=True, text=True)
+    if res.stdout.strip() != "1":
+        ver = subprocess.run(["sparse", "--version"], capture_output=True,
+                             text=True).stdout.strip()
+        return False, (f"sparse {ver} is older than 7.3 needs "
+                       "(scripts/checker-valid.sh: no __typeof_unqual__); "
+                       "a build of sparse's git head on PATH would be used")
+    return True, ""
 
 
 def cocci_findings(text):
@@ -234,8 +277,10 @@ def main():
             die(f"no entry {n!r}: see --list")
     if not os.path.isdir(TREE):
         die(f"{TREE} is missing: run 'make apply' first")
-    if args.sparse and not shutil.which("sparse"):
-        die("sparse is missing: apt-get install sparse (or --no-sparse)")
+    if args.sparse:
+        args.sparse, why = sparse_usable()
+        if not args.sparse:
+            print(f"# sparse: not run: {why}")
     if args.cocci and not shutil.which("spatch"):
         die("spatch is missing: apt-get install coccinelle")
     files = series_c_files()

@@ -147,6 +147,15 @@ MM_SELFTESTS = (
 # failure of the test or of upstream under TCG's timing that 'make check'
 # should not depend on.
 MM_SELFTESTS_FULL_ONLY = ("uffd-unit-tests",)
+# Selftests of a feature some architectures lack: {name: CONFIG symbol}.
+# arm64 has no soft-dirty bits (HAVE_ARCH_SOFT_DIRTY) in 7.3.
+MM_SELFTESTS_NEED = {"soft-dirty": "MEM_SOFT_DIRTY"}
+
+
+def mm_selftests(kbuild):
+    """MM_SELFTESTS that KBUILD's kernel can run."""
+    return [t for t in MM_SELFTESTS if t not in MM_SELFTESTS_NEED
+            or kconfig_of(kbuild, MM_SELFTESTS_NEED[t]) == "y"]
 
 
 def free_params(quick):
@@ -163,13 +172,13 @@ MMSELFTEST_RE = re.compile(r"^MMSELFTEST (\S+) rc=(\d+) pz=(-?\d+) "
                            r"pzt=(-?\d+)$", re.M)
 
 
-def mm_selftest_checks(check, log, quick=False):
+def mm_selftest_checks(check, log, quick=False, kbuild=None):
     """Every one of MM_SELFTESTS passed (exit 0; kselftest's skip, 4, is
     a failure too: each must run) with the parallel zap on at its lowest
     threshold, and some of their exits were zapped in parallel.  QUICK:
     those of MM_SELFTESTS_FULL_ONLY did not run."""
     got = {m[0]: tuple(map(int, m[1:])) for m in MMSELFTEST_RE.findall(log)}
-    for name in MM_SELFTESTS:
+    for name in mm_selftests(kbuild) if kbuild else MM_SELFTESTS:
         if quick and name in MM_SELFTESTS_FULL_ONLY:
             check(name not in got, f"mm selftest {name}: left to the full "
                   "free tests")
@@ -203,13 +212,13 @@ def build_mm_selftests(kbuild, outdir):
                  f"KHDR_INCLUDES=-isystem {hdr}/usr/include",
                  f"ARCH={arch['srcarch']}", "LDFLAGS=-static",
                  f"CC={arch['cc']}"]
-                + [os.path.join(bindir, t) for t in MM_SELFTESTS]):
+                + [os.path.join(bindir, t) for t in mm_selftests(kbuild)]):
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode:
             die(f"building the mm selftests failed ({' '.join(cmd[:6])} "
                 f"...; needs make, {arch['cc']} and its libc):\n"
                 f"{res.stderr[-3000:]}")
-    return [(t, os.path.join(bindir, t)) for t in MM_SELFTESTS]
+    return [(t, os.path.join(bindir, t)) for t in mm_selftests(kbuild)]
 
 
 # Modules the init loads (insmod, before anything else runs) where the kernel
@@ -601,10 +610,27 @@ HUGETLB_SCENARIOS += [
     ("32M x 16 (contiguous PMDs)", "hugepagesz=32M hugepages=16", 32768,
      {0: 8, 1: 8}, 16, None, {"arch": "arm64"}),
 ]
+# arm64 with 64 KiB base pages ("page_kb": every scenario above assumes 4):
+# its PMD is 512 MiB, order 13, which is MAX_PAGE_ORDER there, so allocated
+# from the buddy allocator by the boot job, and 2 MiB is 32 contiguous PTEs.
+HUGETLB_SCENARIOS += [
+    ("512M x 4 (PMD, 64K pages)", "hugepagesz=512M hugepages=4", 524288,
+     {0: 2, 1: 2}, 4, None, {"arch": "arm64", "page_kb": 64}),
+    ("2M x 256 (contiguous PTEs, 64K pages)", "hugepagesz=2M hugepages=256",
+     2048, {0: 128, 1: 128}, 256, None, {"arch": "arm64", "page_kb": 64}),
+]
 
-# Pages larger than this (kB) are gigantic with 4 KiB base pages
-# (MAX_PAGE_ORDER 10): memblock-allocated, initialised by their own job.
-GIGANTIC_KB = 4096
+
+def page_kb(kbuild):
+    """The base page size of KBUILD's kernel, in kB."""
+    return 64 if kconfig_of(kbuild, "ARM64_64K_PAGES") == "y" else 4
+
+
+def gigantic_kb(kbuild):
+    """Huge pages larger than this (kB) are gigantic (above MAX_PAGE_ORDER:
+    4 MiB with 4 KiB pages, 512 MiB with arm64's 64 KiB): memblock-allocated,
+    initialised by their own job."""
+    return 4096 if page_kb(kbuild) == 4 else 524288
 
 
 # hugetlbtest --quick boots every engine on this many of the first
@@ -621,8 +647,10 @@ def cmd_hugetlbtest(args):
         topo = topo[0] if topo else {}
         if topo.get("arch", guest_arch(args.kbuild)) != guest_arch(
                 args.kbuild) or ("config" in topo and kconfig(
-                    args, topo["config"]) != "y"):
-            print(f"# {name}: not on this kernel ({guest_arch(args.kbuild)}"
+                    args, topo["config"]) != "y") or topo.get(
+                        "page_kb", 4) != page_kb(args.kbuild):
+            print(f"# {name}: not on this kernel ({guest_arch(args.kbuild)}, "
+                  f"{page_kb(args.kbuild)} kB pages"
                   f"{', no CONFIG_' + topo['config'] if 'config' in topo else ''})")
             continue
         sargs.nodes = topo.get("nodes", args.nodes)
@@ -680,7 +708,7 @@ def cmd_hugetlbtest(args):
                 thr = [int(rep[5]) for rep in r["huge_report"]]
                 check(all(t > 1 for t in thr), f"{what}: padata ran the job "
                       f"with more than one thread ({thr})")
-            if kb > GIGANTIC_KB and eng == "rust":
+            if kb > gigantic_kb(args.kbuild) and eng == "rust":
                 # Nodes from sargs.nodes on have memory and no CPU: their
                 # pages go to their nearest node with CPUs.
                 near = topo.get("nearest", {})
@@ -1337,7 +1365,7 @@ def cmd_freetest(args):
     held_sample_checks(check, log)
     node_low_checks(check, log)
     toggle_trace_checks(check, log)
-    mm_selftest_checks(check, log, args.quick)
+    mm_selftest_checks(check, log, args.quick, args.kbuild)
     free_memory_checks(check, "", main_cases,
                        free_tolerance_kb(args))
     cases = {k: v for k, v in FREE_CASES.items()

@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Unit tests of what scripts/guest.py and scripts/configs.py decide per
+architecture and configuration (python3 -m unittest; make check's
+"harness" stage): which guest a build boots, which mm selftests it can run,
+which warnings of the configuration matrix are the series'.
+"""
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
+import configs  # noqa: E402
+import guest  # noqa: E402
+
+
+def kbuild_with(config):
+    d = tempfile.mkdtemp()
+    with open(os.path.join(d, ".config"), "w") as f:
+        f.write(config)
+    return d
+
+
+class GuestArch(unittest.TestCase):
+    def test_arm64_build_boots_aarch64(self):
+        kb = kbuild_with("CONFIG_ARM64=y\nCONFIG_MEM_SOFT_DIRTY is not set\n")
+        self.assertEqual(guest.guest_arch(kb), "arm64")
+        self.assertEqual(guest.ARCHES["arm64"]["qemu"], "qemu-system-aarch64")
+        self.assertNotIn("soft-dirty", guest.mm_selftests(kb))
+        self.assertIn("cow", guest.mm_selftests(kb))
+
+    def test_x86_build_keeps_soft_dirty(self):
+        kb = kbuild_with("CONFIG_X86_64=y\nCONFIG_MEM_SOFT_DIRTY=y\n")
+        self.assertEqual(guest.guest_arch(kb), "x86_64")
+        self.assertEqual(guest.mm_selftests(kb), list(guest.MM_SELFTESTS))
+
+
+class MatrixWarnings(unittest.TestCase):
+    def test_compiler_warning_is_read(self):
+        text = ("mm/zap_parallel.c:120:5: warning: no previous prototype "
+                "for function 'f' [-Wmissing-prototypes]\n")
+        m = configs.WARNING_RE.search(text)
+        self.assertEqual((m[1], m[2], m[3]), ("mm/zap_parallel.c", "120",
+                                              "warning"))
+
+    def test_cocci_report_becomes_a_warning(self):
+        text = ("/t/mm/zap_parallel.c:88:8-10: WARNING: Unsigned "
+                "expression compared with zero: n < 0\n")
+        out = configs.cocci_findings(text)
+        m = configs.WARNING_RE.search(out)
+        self.assertIsNotNone(m)
+        self.assertEqual(m[2], "88")
+        self.assertIn("coccicheck", m[4])
+
+    def test_entries_are_unique_and_known_arches(self):
+        names = [e[0] for e in configs.ENTRIES]
+        self.assertEqual(len(names), len(set(names)))
+        self.assertTrue(all(e[1] in ("x86_64", "arm64")
+                            for e in configs.ENTRIES))
+        for _, _, opts, _ in configs.ENTRIES:
+            self.assertTrue(all(f in ("-e", "-d") for f in opts[::2]))
+
+
+if __name__ == "__main__":
+    unittest.main()
