@@ -31,14 +31,18 @@ use crate::{
 /// # Examples
 ///
 /// ```
-/// use kernel::{c_str, static_lock_class};
+/// use kernel::static_lock_class;
 /// use kernel::sync::lockdep::LockdepMap;
 /// use pin_init::stack_pin_init;
 ///
-/// stack_pin_init!(let map = LockdepMap::new(c_str!("doc_map"), static_lock_class!()));
-/// // As `lock_map_acquire(); lock_map_release();`: whatever the caller holds now comes before
-/// // the class, for lockdep.
-/// map.acquire_release(0);
+/// fn wait_for_it(map: &LockdepMap) {
+///     // As `lock_map_acquire(); lock_map_release();`: whatever the caller holds now comes
+///     // before the class, for lockdep, which records this function as where.
+///     map.acquire_release(wait_for_it as fn(&LockdepMap) as usize);
+/// }
+///
+/// stack_pin_init!(let map = LockdepMap::new(c"doc_map", static_lock_class!()));
+/// wait_for_it(&map);
 /// ```
 #[pin_data]
 pub struct LockdepMap {
@@ -46,19 +50,20 @@ pub struct LockdepMap {
     map: Opaque<bindings::lockdep_map>,
 }
 
-// SAFETY: Lockdep keeps its own state about a map under its own lock; a map may be acquired and
-// released from any thread.
+// SAFETY: Lockdep's functions may be called on one map from any thread, concurrently; they write
+// the map only with `WRITE_ONCE()` (its `class_cache`), as for the `dep_map` of every C lock.
 unsafe impl Send for LockdepMap {}
 
-// SAFETY: As for `Send`: acquiring a map through a shared reference from several threads at once
-// is what lockdep maps are for.
+// SAFETY: As for `Send`: acquiring one map from several threads at once is what the C maps of
+// locks and work items get too.
 unsafe impl Sync for LockdepMap {}
 
 impl LockdepMap {
     /// Returns an initialiser of a map of the class `key`, named `name` in lockdep's reports.
     ///
-    /// Lockdep compares the names of a class by address: every map of `key` must be given the
-    /// same `name` pointer, such as the value of a `static`.
+    /// Lockdep compares the names of a class by address: every map of `key` should be given the
+    /// same `name` pointer, such as the value of a `static`; another pointer for the same key only
+    /// makes lockdep warn once ("found a different class"), it is not unsafe.
     pub fn new(name: &'static CStr, key: Pin<&'static LockClassKey>) -> impl PinInit<Self> {
         pin_init!(Self {
             // INVARIANT: `lockdep_init_map_type()` initialises the map with a static name and key.

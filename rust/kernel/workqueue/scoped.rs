@@ -116,16 +116,24 @@ use pin_init::stack_pin_init;
 #[macro_export]
 macro_rules! __workqueue_scope {
     ($name:literal, $body:expr $(,)?) => {
-        $crate::__workqueue_scope!(@named $crate::optional_name!($name), $body)
+        $crate::__workqueue_scope!(@__named $crate::optional_name!($name), $body)
     };
-    (@named $cname:expr, $body:expr) => {{
-        // A static, so that the name has one address however often the call site is inlined or
-        // monomorphised: lockdep compares a class's names by address.
-        static NAME: &$crate::str::CStr = $cname;
-        $crate::workqueue::scope_with_key(NAME, $crate::static_lock_class!(), $body)
-    }};
+    // Internal: the two public arms with the name made.
+    (@__named $cname:expr, $body:expr) => {
+        $crate::workqueue::scope_with_key(
+            // A static, so that the name has one address however often the call site is inlined
+            // or monomorphised: lockdep compares a class's names by address. In a block of its
+            // own, so that `$body` does not see it (items are not hygienic).
+            {
+                static NAME: &$crate::str::CStr = $cname;
+                NAME
+            },
+            $crate::static_lock_class!(),
+            $body,
+        )
+    };
     ($body:expr $(,)?) => {
-        $crate::__workqueue_scope!(@named $crate::optional_name!(), $body)
+        $crate::__workqueue_scope!(@__named $crate::optional_name!(), $body)
     };
 }
 
@@ -168,8 +176,11 @@ where
     F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> T,
 {
     crate::task::might_sleep();
-    // Where lockdep records the join: this function's instance for `body`'s type, whose symbol
-    // names the caller (a closure's type path is the path of the function that defines it).
+    // Where lockdep records the join, a diagnostic hint: this function's instance for `body`'s
+    // type, whose symbol usually names the caller (a closure's type path is that of the function
+    // defining it). Not guaranteed: identical instances may be merged, a `fn` pointer body shares
+    // one instance among callers, and kallsyms leaves out symbols of 512 characters or more, for
+    // which `%pS` then prints a neighbour.
     let this: fn(&'static CStr, Pin<&'static LockClassKey>, F) -> T = scope_with_key::<F, T>;
     let ip = this as usize;
     stack_pin_init!(let map = LockdepMap::new(name, key));
