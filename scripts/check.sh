@@ -445,10 +445,10 @@ kunit_arm64() {	# kunit_arm64 PAGES SUFFIX
 	return $rc
 }
 # The guest suites on arm64 run in their --quick form in check-full too,
-# and of freetest only the parallel zap's cases (--only zap): TCG runs the
-# aarch64 guest's teardowns about 20x slower than the x86_64 guest's here
-# (a serial munmap() of 2 GiB: 28 s against 1.3 s), and the quick freetest
-# did not finish in its boot's 40 minutes.
+# and of freetest only the parallel zap's cases (--only zap): the quick
+# freetest did not finish in its boot's 40 minutes on the aarch64 guest
+# (a serial munmap() of 2 GiB took 28 s there, beside a kernel build and
+# before pauth-impdef=on, against 1.3 s on x86_64; doc/results.md).
 guest_suite_arm64() {	# guest_suite_arm64 NAME SUFFIX [ARGS...]
 	local name=$1 sfx=$2
 	shift 2
