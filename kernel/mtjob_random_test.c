@@ -331,7 +331,7 @@ static void mtjob_random_test_concurrent(struct kunit *test)
 			/* Those started hold pointers into this test: wait. */
 			while (k--)
 				wait_for_completion(&c[k]->done);
-			KUNIT_FAIL(test, "kthread_run: %ld", PTR_ERR(t));
+			KUNIT_FAIL(test, "kthread_run: %pe", t);
 			return;
 		}
 	}
