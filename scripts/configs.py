@@ -6,7 +6,8 @@ tinyconfig plus tests/configs/x86_64.config, or arm64's defconfig plus
 tests/configs/arm64.config) changed by one or two options, built whole
 (vmlinux) with CONFIG_WERROR=y (clang and rustc warnings are errors), then
 the series' C files that the entry compiles rebuilt with W=1 and sparse
-(C=1).  A W=1 or sparse warning counts when it is in a file the series adds
+(C=1, through scripts/sparse-7.3: Debian 12's sparse with the two things
+7.3's headers need of a newer one).  A W=1 or sparse warning counts when it is in a file the series adds
 or at a line it adds to an upstream file; the others are upstream 7.3's,
 listed in the entry's log, not counted.  --cocci runs coccicheck
 (MODE=report) on the series' C files once, through kbuild's
@@ -31,6 +32,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TREE = os.environ.get("TREE", os.path.join(REPO, "build", "linux-7.3"))
 OUT = os.path.join(REPO, "build", "configs")
 LLVM = os.environ.get("LLVM", "-19")
+# Debian 12's sparse, made to read 7.3's headers (see the script).
+SPARSE = os.path.join(REPO, "scripts", "sparse-7.3")
 
 # (name, arch, scripts/config arguments over the base, why).  The issue's
 # matrix (issue 37): each option on its own, against a base that has every
@@ -171,7 +174,8 @@ def build(name, arch, objs_wanted, sparse, cocci, log):
     if objs:
         # Touch to force the rebuild: C=1 checks only what it compiles.
         touch(objs_wanted)
-        extra = ["W=1", "KCFLAGS=-Wno-error"] + (["C=1"] if sparse else [])
+        extra = ["W=1", "KCFLAGS=-Wno-error"] + \
+            (["C=1", f"CHECK={SPARSE}"] if sparse else [])
         res = subprocess.run(make + extra + objs, capture_output=True,
                              text=True)
         log.write(res.stdout + res.stderr)
@@ -230,20 +234,19 @@ def touch(paths):
 
 
 def sparse_usable():
-    """Whether kbuild would run the installed sparse (C=1): 7.3's
-    scripts/checker-valid.sh rejects a sparse without __typeof_unqual__,
-    such as Debian 12's 0.6.4, and kbuild then turns C=1 off."""
+    """Whether kbuild would run sparse (C=1) through scripts/sparse-7.3:
+    7.3's scripts/checker-valid.sh rejects a sparse that cannot read
+    __typeof_unqual__, and kbuild then turns C=1 off."""
     if not shutil.which("sparse"):
-        return False, "sparse is not installed"
+        return False, "sparse is not installed (apt-get install sparse)"
     res = subprocess.run(["sh", os.path.join(TREE, "scripts",
-                                             "checker-valid.sh"), "sparse"],
+                                             "checker-valid.sh"), SPARSE],
                          capture_output=True, text=True)
     if res.stdout.strip() != "1":
         ver = subprocess.run(["sparse", "--version"], capture_output=True,
                              text=True).stdout.strip()
-        return False, (f"sparse {ver} is older than 7.3 needs "
-                       "(scripts/checker-valid.sh: no __typeof_unqual__); "
-                       "a build of sparse's git head on PATH would be used")
+        return False, (f"sparse {ver} fails scripts/checker-valid.sh even "
+                       "through scripts/sparse-7.3")
     return True, ""
 
 

@@ -20,10 +20,12 @@ APT_PKGS=(clang$LLVM_SUFFIX lld$LLVM_SUFFIX llvm$LLVM_SUFFIX libclang$LLVM_SUFFI
 	qemu-system-x86 bc flex bison libelf-dev libssl-dev cpio make gcc
 	libc6-dev busybox-static python3 python3-ply python3-git git xz-utils)
 # For the benchmarks' plots, check-full's MODVERSIONS kernel (gendwarfksyms
-# needs libdw) and check-full's arm64 guests (make check-arm64:
-# qemu-system-aarch64) only: installed when setup runs as root, never
-# reported missing (make check neither plots nor builds those kernels).
-OPTIONAL_PKGS=(python3-matplotlib libdw-dev qemu-system-arm)
+# needs libdw), check-full's arm64 guests (make check-arm64:
+# qemu-system-aarch64) and the configuration matrix (make configs: sparse
+# on the series' C files, coccicheck's spatch, ccache across entries) only:
+# installed when setup runs as root, never reported missing (make check
+# does without them, and its matrix entries say what they did not run).
+OPTIONAL_PKGS=(python3-matplotlib libdw-dev qemu-system-arm sparse coccinelle ccache)
 check_only=0
 [ "${1:-}" = "--check" ] && check_only=1
 
@@ -34,13 +36,44 @@ check_only=0
 # multiarch, so that the package comes from this machine's own archive).
 ARM64_PKGS=(qemu-system-arm gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 ARM64_BUSYBOX=/usr/local/lib/mt-job/arm64/busybox
+# The plugin API header of the installed QEMU, for tests/qemu_plugins/tlbi.c
+# (make bench-free on arm64 counts TLBIs with it): Debian ships no QEMU
+# development package, so it comes from the orig tarball of the installed
+# qemu-system-arm's source package, checked against the .dsc's SHA-256.
+QEMU_PLUGIN_H=/usr/local/lib/mt-job/qemu-plugin/qemu-plugin.h
+DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+fetch_qemu_plugin_h() {
+	local ver up dsc tar sum tmp rc
+	ver=$(dpkg-query -W -f='${Version}' qemu-system-arm 2>/dev/null) || return 1
+	up=${ver#*:}
+	up=${up%-*}
+	ver=${ver#*:}
+	ver=${ver%+b[0-9]*}
+	tmp=$(mktemp -d)
+	dsc=$DEBIAN_MIRROR/pool/main/q/qemu/qemu_$ver.dsc
+	tar=qemu_$up.orig.tar.xz
+	(
+		cd "$tmp" &&
+		curl -fsS -o q.dsc "$dsc" &&
+		sum=$(awk -v f="$tar" '/^Checksums-Sha256:/ { on = 1; next }
+			/^[^ ]/ { on = 0 } on && $3 == f { print $1 }' q.dsc) &&
+		[ -n "$sum" ] &&
+		curl -fsS -o "$tar" "$DEBIAN_MIRROR/pool/main/q/qemu/$tar" &&
+		echo "$sum  $tar" | sha256sum -c --quiet &&
+		tar -xJf "$tar" --wildcards --strip-components=3 '*/include/qemu/qemu-plugin.h' &&
+		install -D -m 644 qemu-plugin.h $QEMU_PLUGIN_H
+	)
+	rc=$?
+	rm -rf "$tmp"
+	return $rc
+}
 if [ "${1:-}" = "--arm64" ]; then
 	need=()
 	for p in "${ARM64_PKGS[@]}"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
 			need+=("$p")
 	done
-	if [ ${#need[@]} -eq 0 ] && [ -x $ARM64_BUSYBOX ]; then
+	if [ ${#need[@]} -eq 0 ] && [ -x $ARM64_BUSYBOX ] && [ -f $QEMU_PLUGIN_H ]; then
 		echo "setup: arm64 guests: ready ($(qemu-system-aarch64 --version | head -n1))"
 		exit 0
 	fi
@@ -67,6 +100,13 @@ if [ "${1:-}" = "--arm64" ]; then
 		rm -rf "$tmp"
 		[ $rc = 0 ] || { echo "setup: could not unpack busybox-static:arm64" >&2; exit 1; }
 		echo "setup: $ARM64_BUSYBOX from busybox-static:arm64"
+	fi
+	if [ ! -f $QEMU_PLUGIN_H ]; then
+		if fetch_qemu_plugin_h; then
+			echo "setup: $QEMU_PLUGIN_H from Debian's QEMU source"
+		else
+			echo "setup: could not fetch qemu-plugin.h from $DEBIAN_MIRROR (set DEBIAN_MIRROR): make bench-free on arm64 counts no TLBIs" >&2
+		fi
 	fi
 	exit 0
 fi
@@ -150,12 +190,12 @@ for p in "${OPTIONAL_PKGS[@]}"; do
 done
 if [ ${#opt_pkgs[@]} -gt 0 ] && [ $check_only = 0 ]; then
 	if [ "$(id -u)" = 0 ]; then
-		echo "setup: installing ${opt_pkgs[*]} (benchmark plots, MODVERSIONS kernel)"
+		echo "setup: installing ${opt_pkgs[*]} (benchmark plots, MODVERSIONS kernel, arm64 guests, matrix checkers)"
 		apt-get update -qq
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${opt_pkgs[@]}" >/dev/null ||
-			echo "setup: ${opt_pkgs[*]} not installed: benchmarks print tables, no plots; no kernel-modversions" >&2
+			echo "setup: ${opt_pkgs[*]} not installed: benchmarks print tables, no plots; no kernel-modversions; make configs without sparse or coccicheck" >&2
 	else
-		echo "setup: for benchmark plots and kernel-modversions, as root: apt-get install ${opt_pkgs[*]}" >&2
+		echo "setup: for benchmark plots, kernel-modversions, arm64 guests and the matrix checkers, as root: apt-get install ${opt_pkgs[*]}" >&2
 	fi
 fi
 
