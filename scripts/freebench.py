@@ -164,6 +164,51 @@ def print_tlbs(counts):
               "".join(f"{c:>12}" for c in cells))
 
 
+# tests/qemu_plugins/tlbi.c's line at a teardown's end (arm64, --tlbi): it
+# comes before the BENCH line of its run.
+TLBI_RE = re.compile(r"TLBICOUNT mm=(\d+) va=(\d+) range=(\d+) all=(\d+) "
+                     r"local=(\d+) other=(\d+)$")
+TLBI_FIELDS = ("mm", "va", "range", "all", "local", "other")
+
+
+def tlbis(log):
+    """The TLBI counts of LOG's runs: {(label, MiB, mode): [{field: N}]},
+    TLBI_FIELDS plus "bcast" (the broadcast ones: mm, va, range, all)."""
+    out, pending = {}, None
+    for line in log.splitlines():
+        m = TLBI_RE.search(line)
+        if m:
+            pending = dict(zip(TLBI_FIELDS, map(int, m.groups())))
+            pending["bcast"] = sum(pending[f] for f in TLBI_FIELDS[:4])
+            continue
+        m = BENCH_RE.match(line)
+        if m and pending is not None:
+            mode, what, mib, thp, _ = m.groups()
+            out.setdefault((label(what, thp), int(mib), mode),
+                           []).append(pending)
+        if m or line.startswith("BENCH-FAILED"):
+            pending = None
+    return out
+
+
+def print_tlbis(counts):
+    """Median TLBIs a teardown, per mode (arm64)."""
+    fields = ("bcast",) + TLBI_FIELDS
+    print("\nTLBI instructions per teardown (arm64, QEMU plugin "
+          "tests/qemu_plugins/tlbi.c, every vCPU between the teardown's "
+          "start and end), median (max) over the runs: bcast = broadcast "
+          "(inner or outer shareable) ones, of which mm = ASIDE1IS "
+          "(flush_tlb_mm()), va = by page, range = FEAT_TLBIRANGE, all = "
+          "VMALLE1IS; local = this CPU's only:")
+    print(f"{'teardown':18}{'mode':>11}" + "".join(f"{f:>12}"
+                                                   for f in fields))
+    for (what, mib, mode), rows in sorted(counts.items()):
+        cells = [f"{statistics.median(r[f] for r in rows):.0f} "
+                 f"({max(r[f] for r in rows)})" for f in fields]
+        print(f"{_gib((what, mib)):18}{mode:>11}" +
+              "".join(f"{c:>12}" for c in cells))
+
+
 def _gib(key):
     return f"{key[0]} {key[1] / 1024:g} GiB"
 
@@ -252,6 +297,11 @@ def report(args, log, path):
     counts = tlbs(log)
     if counts:
         print_tlbs(counts)
+    if getattr(args, "tlbi", False) and not tlbis(log):
+        print(f"freebench: --tlbi, but no TLBICOUNT lines in {path}")
+        return 1
+    if tlbis(log):
+        print_tlbis(tlbis(log))
     name = f"free-{args.nodes}n{args.cpus}c"
     csvs = [benchplot.write_csv(
         name, ("teardown", "mib", "mode", "run", "us"),

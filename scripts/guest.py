@@ -317,6 +317,32 @@ def build_guest_programs(outdir, cc="gcc"):
     return progs
 
 
+# The header of the installed QEMU's plugin API (make setup-arm64).
+QEMU_PLUGIN_H = "/usr/local/lib/mt-job/qemu-plugin/qemu-plugin.h"
+
+
+def tlbi_plugin(args):
+    """Build tests/qemu_plugins/tlbi.c (QEMU's TCG plugin API) for
+    freebench --tlbi; return the .so's path."""
+    if guest_arch(args.kbuild) != "arm64":
+        die("--tlbi counts arm64's TLBIs: an arm64 kernel (--kbuild) only; "
+            "x86_64 counts its shootdowns without it")
+    if not os.path.exists(QEMU_PLUGIN_H):
+        die(f"{QEMU_PLUGIN_H} is missing: run 'make setup-arm64' (it "
+            "fetches the header of Debian's QEMU source)")
+    src = os.path.join(REPO, "tests", "qemu_plugins", "tlbi.c")
+    out = os.path.join(REPO, "build", "guest", "tlbi.so")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    if (not os.path.exists(out) or
+            os.path.getmtime(out) < os.path.getmtime(src)):
+        res = subprocess.run(["gcc", "-O2", "-Wall", "-Werror", "-shared",
+                              "-fPIC", "-I", os.path.dirname(QEMU_PLUGIN_H),
+                              "-o", out, src], capture_output=True, text=True)
+        if res.returncode:
+            die(f"building {src} failed:\n{res.stderr}")
+    return out
+
+
 def qemu_cmd(args, kernel, initrd, cmdline):
     if args.cpus % args.nodes:
         die(f"--cpus {args.cpus} is not a multiple of --nodes {args.nodes}")
@@ -350,6 +376,10 @@ def qemu_cmd(args, kernel, initrd, cmdline):
     # each pair of nodes.
     for (a, b), d in sorted(getattr(args, "dist", {}).items()):
         cmd += ["-numa", f"dist,src={a},dst={b},val={d}"]
+    # freebench --tlbi: the plugin's lines go to QEMU's log (-d plugin), on
+    # stderr, which boot() then reads in order with the console.
+    if getattr(args, "plugin", None):
+        cmd += ["-plugin", args.plugin, "-d", "plugin"]
     return cmd
 
 
@@ -380,9 +410,14 @@ def boot(args, spec, extra=""):
     cmd = qemu_cmd(args, kernel, args.initrd, cmdline)
     t0 = time.monotonic()
     try:
-        res = subprocess.run(cmd, capture_output=True, text=True,
+        # With a plugin, stderr joins stdout so that its lines stay in
+        # order with the console's (freebench pairs them with runs).
+        res = subprocess.run(cmd, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT if
+                             getattr(args, "plugin", None) else
+                             subprocess.PIPE, text=True,
                              errors="replace", timeout=args.timeout)
-        log = res.stdout + res.stderr
+        log = res.stdout + (res.stderr or "")
     except subprocess.TimeoutExpired as e:
         log = (e.stdout or b"").decode(errors="replace") if isinstance(
             e.stdout, bytes) else (e.stdout or "")
@@ -1430,6 +1465,8 @@ def cmd_freebench(args):
         extra += " mttest.free_phases=1"
     if args.spread:
         extra += " mttest.free_spread=1"
+    if args.tlbi and not args.log:
+        args.plugin = tlbi_plugin(args)
     if args.log:
         # Tables and plots again from a saved log: no boot.
         with open(args.log) as f:
@@ -1481,6 +1518,10 @@ def main():
                     "profile every run (ftrace's function profiler; the "
                     "benchmark kernel has it) and print the time of the "
                     "walk, TLB flushes, page frees and page tables")
+    ap.add_argument("--tlbi", action="store_true", help="freebench, arm64: "
+                    "count the TLBIs of every teardown by kind with QEMU's "
+                    "TCG plugin tests/qemu_plugins/tlbi.c (arm64 invalidates "
+                    "other CPUs' TLBs by broadcast, not IPIs)")
     ap.add_argument("--log", default="", help="freebench: tables and plots "
                     "from this saved log instead of a boot")
     ap.add_argument("--quick", action="store_true",

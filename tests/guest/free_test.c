@@ -10,7 +10,9 @@
  * of the teardown (the growth of /proc/interrupts' TLB row, x86; 0 where
  * there is none), and write "mtbench teardown" and "mtbench done" to the trace marker
  * around it, so that the harness can count the tlb:tlb_flush events in
- * between.  With FREE_TEST_SPREAD in the environment, the exit's child
+ * between; on arm64 they also execute HINT #0x7e and HINT #0x7f there (NOPs
+ * to the CPU), the marks at which tests/qemu_plugins/tlbi.c counts the
+ * TLBIs of the teardown.  With FREE_TEST_SPREAD in the environment, the exit's child
  * rewrites its memory from a thread on every online CPU before it exits,
  * so that every CPU has used its mm (the case of a multithreaded server);
  * with FREE_TEST_FAIL_EXIT, it sets its make-it-fail (fault injection's
@@ -227,6 +229,21 @@ static void trace_mark(const char *what)
 	if (write(fd, what, strlen(what)) < 0)
 		perror("trace_marker");
 	close(fd);
+}
+
+/*
+ * A teardown's start (@end 0) or end (1): the trace mark, and on arm64 the
+ * unallocated hint that QEMU's tlbi plugin counts TLBIs between.
+ */
+static void teardown_mark(int end)
+{
+	trace_mark(end ? "mtbench done" : "mtbench teardown");
+#ifdef __aarch64__
+	if (end)
+		asm volatile("hint #0x7f" ::: "memory");
+	else
+		asm volatile("hint #0x7e" ::: "memory");
+#endif
 }
 
 static void report(const char *what, size_t bytes, int thp, long us)
@@ -931,7 +948,7 @@ static void report_tlb(const char *what, size_t bytes, int thp, long us,
 {
 	long ipis = tlb_ipis() - ipis0;
 
-	trace_mark("mtbench done");
+	teardown_mark(1);
 	report(what, bytes, thp, us);
 	printf("FREETLB ipis=%ld\n", ipis);
 	fflush(stdout);
@@ -942,7 +959,7 @@ static void do_munmap(size_t bytes, int thp)
 	char *p = map_touch(bytes, thp);
 	long t0, ipis0;
 
-	trace_mark("mtbench teardown");
+	teardown_mark(0);
 	ipis0 = tlb_ipis();
 	t0 = now_us();
 	if (munmap(p, bytes))
@@ -1026,7 +1043,7 @@ static void do_exit(size_t bytes, int thp)
 				_exit(4);
 			close(fd);
 		}
-		trace_mark("mtbench teardown");
+		teardown_mark(0);
 		t0[1] = tlb_ipis();
 		*t0 = now_us();
 		_exit(0);
