@@ -2,7 +2,8 @@
 """Unit tests of what scripts/guest.py and scripts/configs.py decide per
 architecture and configuration (python3 -m unittest; make check's
 "harness" stage): which guest a build boots, which mm selftests it can run,
-which warnings of the configuration matrix are the series'.
+which warnings of the configuration matrix are the series', which TLBI
+counts of arm64's freebench --tlbi belong to which run.
 """
 import os
 import sys
@@ -11,6 +12,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
 import configs  # noqa: E402
+import freebench  # noqa: E402
 import guest  # noqa: E402
 
 
@@ -59,6 +61,34 @@ class MatrixWarnings(unittest.TestCase):
                             for e in configs.ENTRIES))
         for _, _, opts, _ in configs.ENTRIES:
             self.assertTrue(all(f in ("-e", "-d") for f in opts[::2]))
+
+
+class TlbiCounts(unittest.TestCase):
+    LOG = ("TLBICOUNT mm=1 va=2 range=0 all=0 local=3 other=0\n"
+           "FREE exit mib=256 thp=0 us=10\n"
+           "BENCH off FREE exit mib=256 thp=0 us=503000\n"
+           "TLBICOUNT mm=0 va=42 range=25 all=0 local=0 other=0\n"
+           "BENCH-FAILED off munmap 256\n"
+           "BENCH off FREE munmap mib=256 thp=0 us=1\n"
+           "[   12.3] console TLBICOUNT mm=0 va=2 range=8 all=1 local=0 "
+           "other=0\n"
+           "BENCH by_node FREE munmap mib=256 thp=1 us=510000\n")
+
+    def test_a_count_goes_to_the_next_run(self):
+        got = freebench.tlbis(self.LOG)
+        self.assertEqual(got[("exit", 256, "off")],
+                         [{"mm": 1, "va": 2, "range": 0, "all": 0,
+                           "local": 3, "other": 0, "bcast": 3}])
+        # A line QEMU's log wrote into the middle of the console's.
+        self.assertEqual(got[("munmap THP", 256, "by_node")][0]["bcast"], 11)
+
+    def test_a_failed_run_drops_its_count(self):
+        self.assertNotIn(("munmap", 256, "off"), freebench.tlbis(self.LOG))
+
+    def test_tlbi_needs_an_arm64_kernel(self):
+        kb = kbuild_with("CONFIG_X86_64=y\n")
+        with self.assertRaises(SystemExit):
+            guest.tlbi_plugin(type("A", (), {"kbuild": kb})())
 
 
 if __name__ == "__main__":
