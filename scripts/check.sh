@@ -477,8 +477,11 @@ arm64_stages() {	# arm64_stages PAGES: 4K, or 64K with fewer suites
 		passed=$((passed + $(echo "$line" | awk '{print $2+0}')))
 		failed=$((failed + $(echo "$line" | awk '{print $4+0}')))
 	done
-	# The parallel zap's own cases (with 64 KiB pages a block is 512 MiB).
-	stage "freetest-zap-arm64$sfx" guest_suite_arm64 freetest "$sfx" --only zap
+	# The parallel zap's own cases (with 64 KiB pages a block is 512 MiB):
+	# one boot of 863 s on 4K beside a kernel build, so 40 minutes, not
+	# the 15 of the other suites' boots.
+	stage "freetest-zap-arm64$sfx" guest_suite_arm64 freetest "$sfx" --only zap \
+		--timeout 2400
 	count $?
 }
 if [ "$CHECK_FULL" = 1 ]; then

@@ -34,9 +34,27 @@
 # CPUs go offline and online and prints FREECASE hotplug ... cycles=<N>.
 
 VM=/proc/sys/vm
+# What depends on the page size (arm64 runs with 4 KiB and 64 KiB pages):
+# PAGE_KB, a PMD block's pages (PTRS_PER_PTE: a page of 8-byte entries) and
+# MiB, and pages() of MiB.
+PAGE_KB=$(awk '$1 == "KernelPageSize:" { print $2; exit }' /proc/self/smaps)
+PAGE_KB=${PAGE_KB:-4}
+PMD_PAGES=$((PAGE_KB * 1024 / 8))
+PMD_MIB=$((PMD_PAGES * PAGE_KB / 1024))
+pages() { echo $(($1 * 1024 / PAGE_KB)); }
+# A workload the zap is to split: MiB, or two PMD blocks if that is more
+# (with 64 KiB pages a block is 512 MiB: one populated entry is one chunk).
+zmib() { echo $(($1 > 2 * PMD_MIB ? $1 : 2 * PMD_MIB)); }
 # The lowest vm.parallel_free_threshold: what a gather holds without growing,
-# MAX_GATHER_BATCH_COUNT (19) x MAX_GATHER_BATCH (510) on x86-64, 4 KiB pages.
-LOWEST=9690
+# MAX_GATHER_BATCH_COUNT x MAX_GATHER_BATCH (include/asm-generic/tlb.h: a
+# batch is a page less its 16-byte header, in pointers; 10000 pointers' worth
+# of batches, at least one): 19 x 510 with 4 KiB pages, 1 x 8190 with 64 KiB.
+gather_batch=$(((PAGE_KB * 1024 - 16) / 8))
+gather_count=$((10000 / gather_batch))
+[ $gather_count -ge 1 ] || gather_count=1
+LOWEST=$((gather_count * gather_batch))
+# The default thresholds, 1 GiB's pages; the parallel free's highest, 8 GiB.
+DEFAULT_PAGES=$(pages 1024)
 arg() { sed -n "s/.*[ ]$1=\([^ ]*\).*/\1/p" /proc/cmdline; }
 # Free memory in kB: MemFree plus the pages on per-CPU lists (zoneinfo's
 # "count"), which MemFree leaves out until they are drained.  Page cache and
@@ -56,7 +74,7 @@ memfree() {
 			echo 1 > "$mf_shrink"
 		done 2>/dev/null
 		sleep 1
-		pcp=$(awk '$1 == "count:" { n += $2 } END { print n * 4 }' /proc/zoneinfo)
+		pcp=$(awk -v kb=$PAGE_KB '$1 == "count:" { n += $2 } END { print n * kb }' /proc/zoneinfo)
 		mf=$(($(awk '$1 == "MemFree:" { print $2 }' /proc/meminfo) + pcp))
 		[ "$mf" -gt "$mf_best" ] && mf_best=$mf
 	done
@@ -116,7 +134,14 @@ counted() {
 		}') held=$(vmstat nr_parallel_free_held)"
 }
 run_case() { counted FREECASE counters pf pft pff png pnm pnb "$@"; }
-run_zap() { counted ZAPCASE zap_counters pz pzt pzs pzr pzb pzn "$@"; }
+# mttest.zap_skip=NAME,...: cases the kernel or the page size cannot run
+# (scripts/guest.py's zap_skips(): no HMM test driver, 64 KiB pages).
+run_zap() {
+	case " $(arg mttest.zap_skip | tr , ' ') " in
+	*" $1 "*) echo "ZAPSKIP $1"; return 0 ;;
+	esac
+	counted ZAPCASE zap_counters pz pzt pzs pzr pzb pzn "$@"
+}
 
 # munmap() and exit() while other processes hog memory and swap to zram.
 pressure() {
@@ -242,7 +267,7 @@ toggling() {
 	wait $t
 	rm -f /tmp/toggle-stop
 	echo 1 > $VM/parallel_free
-	echo 262144 > $VM/parallel_free_threshold
+	echo $DEFAULT_PAGES > $VM/parallel_free_threshold
 	return $rc
 }
 
@@ -315,10 +340,10 @@ sysctl_bounds() {
 		parallel_free_max_helpers parallel_free_by_node; do
 		cat $VM/$k > $VM/$k || { echo "free.sh: vm.$k: write-back failed"; return 1; }
 	done
-	# 8 GiB of 4 KiB pages is the highest threshold.
+	# 8 GiB's pages is the highest threshold.
 	for kv in parallel_free:2 parallel_free_threshold:0 \
 		parallel_free_threshold:$((LOWEST - 1)) \
-		parallel_free_threshold:2097153 parallel_free_max_helpers:0 \
+		parallel_free_threshold:$(($(pages 8192) + 1)) parallel_free_max_helpers:0 \
 		parallel_free_by_node:-1; do
 		k=${kv%%:*}
 		v=${kv#*:}
@@ -403,9 +428,9 @@ zap_sysctl_bounds() {
 	for k in parallel_zap parallel_zap_threshold parallel_zap_max_helpers; do
 		cat $VM/$k > $VM/$k || { echo "free.sh: vm.$k: write-back failed"; return 1; }
 	done
-	# The lowest threshold is one PMD's pages: 512 of 4 KiB.
+	# The lowest threshold is one PMD's pages: 512 of 4 KiB, 8192 of 64 KiB.
 	for kv in parallel_zap:2 parallel_zap:-1 parallel_zap_threshold:0 \
-		parallel_zap_threshold:511 parallel_zap_max_helpers:0; do
+		parallel_zap_threshold:$((PMD_PAGES - 1)) parallel_zap_max_helpers:0; do
 		k=${kv%%:*}
 		v=${kv#*:}
 		old=$(cat $VM/$k)
@@ -434,8 +459,10 @@ zap_mix() {
 # The exit_mmap() cases (ZAPCASE lines), with vm.parallel_free on as the
 # cases before left it, vm.parallel_zap off at first.  After the default
 # threshold's cases they run at 256 MiB with 512 MiB workloads, to keep
-# make check within its hour.
-ZAP_LOW=65536
+# make check within its hour (with 64 KiB pages at one PMD block, 512 MiB,
+# with workloads of two blocks: zmib()).
+ZAP_LOW=$(pages 256)
+[ $ZAP_LOW -ge $PMD_PAGES ] || ZAP_LOW=$PMD_PAGES
 zap_cases() {
 	mf_last=
 	echo "ZAPDEFAULT parallel_zap=$(cat $VM/parallel_zap)" \
@@ -450,10 +477,10 @@ zap_cases() {
 	run_zap zap-exit-1200m-thp-off free_test exit 1200 0
 	echo $ZAP_LOW > $VM/parallel_zap_threshold
 	full_case_zap zap-exit-128m free_test exit 128 0
-	run_zap zap-exit-512m-thp-on free_test exit 512 1
-	run_zap zap-mixed zap_mix 512
+	run_zap zap-exit-512m-thp-on free_test exit "$(zmib 512)" 1
+	run_zap zap-mixed zap_mix "$(zmib 512)"
 	# The plan's one allocation fails: unmap_vmas(), nothing lost.
-	run_zap zap-nomem zap_nomem 384
+	run_zap zap-nomem zap_nomem "$(zmib 384)"
 	# Large folios PTE-mapped across the zap's chunk boundaries.
 	run_zap zap-mremap mremap_folios 256
 	# Device-private entries (the HMM test driver) in the exiting mm.
@@ -465,34 +492,35 @@ zap_cases() {
 		zap_traced free_test sparse corner 1024
 	run_zap zap-sparse-spread with_sysctl parallel_zap_max_helpers 1 \
 		zap_traced free_test sparse spread 1024
-	run_zap zap-nice-19 free_test nice19 exit 512 0
-	full_case_zap zap-rt free_test rt exit 512 0
+	run_zap zap-nice-19 free_test nice19 exit "$(zmib 512)" 0
+	full_case_zap zap-rt free_test rt exit "$(zmib 512)" 0
 	full_case_zap zap-cgroup-cpu-max in_cgroup limited cpu.max \
-		"50000 100000" free_test exit 512 0
-	run_zap zap-busy-cpus on_busy_cpus free_test exit 512 0
+		"50000 100000" free_test exit "$(zmib 512)" 0
+	run_zap zap-busy-cpus on_busy_cpus free_test exit "$(zmib 512)" 0
 	# The helpers' CPU time in the cgroup's usage_usec (FREEACCT lines);
 	# the parallel one with the tracepoint on.
 	run_zap zap-acct-parallel zap_traced in_cgroup acct cpu.weight 100 \
-		free_test acct-exit zap-parallel 512
+		free_test acct-exit zap-parallel "$(zmib 512)"
 	run_zap zap-acct-serial with_sysctl parallel_zap 0 \
 		with_sysctl parallel_free 0 in_cgroup acct cpu.weight 100 \
-		free_test acct-exit zap-serial 512
-	full_case_zap zap-many-3x512m free_test many 3 512
+		free_test acct-exit zap-serial "$(zmib 512)"
+	full_case_zap zap-many-3x512m free_test many 3 "$(zmib 512)"
 	# The last thread to leave is not the leader.
-	run_zap zap-threads free_test threads 384
+	run_zap zap-threads free_test threads "$(zmib 384)"
 	# exec() drops the old mm: not the exiting task's own, refused.
-	run_zap zap-exec free_test execbig 384
+	run_zap zap-exec free_test execbig "$(zmib 384)"
 	# process_mrelease() reaps the mm while its exit may be zapping it.
-	run_zap zap-mrelease free_test mrelease 384
+	run_zap zap-mrelease free_test mrelease "$(zmib 384)"
 	# process_mrelease() reaps while the job runs, by the test hooks.
-	run_zap zap-mrelease-late mrelease_late 512
+	run_zap zap-mrelease-late mrelease_late "$(zmib 512)"
 	# The OOM victim itself stays serial; its child (oom_score_adj -1000)
 	# exits with 900 MiB resident after it.
 	run_zap zap-oom oom_mid_teardown
-	# Every fork child of 64 MiB zapped in parallel: 3 of them.
-	run_zap zap-lowest-threshold with_sysctl parallel_zap_threshold 512 \
-		free_test loop 24 64
-	echo 262144 > $VM/parallel_zap_threshold
+	# Every fork child of 64 MiB (two blocks with 64 KiB pages) zapped in
+	# parallel: 3 of them.
+	run_zap zap-lowest-threshold with_sysctl parallel_zap_threshold $PMD_PAGES \
+		free_test loop 24 "$(zmib 64)"
+	echo $DEFAULT_PAGES > $VM/parallel_zap_threshold
 	echo 0 > $VM/parallel_zap
 }
 # The upstream mm selftests in /bin/mm (scripts/guest.py's MM_SELFTESTS,
@@ -508,7 +536,7 @@ mm_selftests() {
 	[ -d /bin/mm ] || { echo "MMSELFTEST none rc=127 pz=0 pzt=0"; return; }
 	echo 32 > $VM/nr_hugepages
 	echo 1 > $VM/parallel_zap
-	echo 512 > $VM/parallel_zap_threshold
+	echo $PMD_PAGES > $VM/parallel_zap_threshold
 	echo 1 > $VM/parallel_free
 	echo $LOWEST > $VM/parallel_free_threshold
 	# mttest.free=selftest: mttest.selftest_parallel=0 is the control, with
@@ -540,9 +568,9 @@ mm_selftests() {
 	done
 	rm -f /tmp/mmselftest.log
 	echo 0 > $VM/nr_hugepages
-	echo 262144 > $VM/parallel_zap_threshold
+	echo $DEFAULT_PAGES > $VM/parallel_zap_threshold
 	echo 0 > $VM/parallel_zap
-	echo 262144 > $VM/parallel_free_threshold
+	echo $DEFAULT_PAGES > $VM/parallel_free_threshold
 }
 
 full_case_zap() {
@@ -869,7 +897,7 @@ faults)
 	echo $LOWEST > $VM/parallel_free_threshold
 	# And every exit zapped in parallel (the helpers' gathers fail too).
 	echo 1 > $VM/parallel_zap
-	echo 512 > $VM/parallel_zap_threshold
+	echo $PMD_PAGES > $VM/parallel_zap_threshold
 	faults_setup || exit 1
 	run_case faults-munmap inject free_test munmap 2048 0
 	run_case faults-exit inject free_test exit 2048 0
@@ -883,7 +911,7 @@ hotplug|hotplug-serial)
 	[ "$(arg mttest.free)" = hotplug ] && echo 1 > $VM/parallel_free &&
 		echo 1 > $VM/parallel_zap
 	echo $LOWEST > $VM/parallel_free_threshold
-	echo 512 > $VM/parallel_zap_threshold
+	echo $PMD_PAGES > $VM/parallel_zap_threshold
 	sched_trace_setup || exit 1
 	run_case hotplug hotplug
 	sched_trace_report
