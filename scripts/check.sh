@@ -483,6 +483,11 @@ arm64_stages() {	# arm64_stages PAGES: 4K, or 64K with fewer suites
 	stage "freetest-zap-arm64$sfx" guest_suite_arm64 freetest "$sfx" --only zap \
 		--timeout 2400
 	count $?
+	# The upstream mm selftests with the zap at its lowest threshold, in a
+	# boot of their own (the quick freetest's boot does not fit).
+	stage "freetest-selftests-arm64$sfx" guest_suite_arm64 freetest "$sfx" \
+		--only selftests --timeout 2400
+	count $?
 }
 if [ "$CHECK_FULL" = 1 ]; then
 	arm64_stages 4K

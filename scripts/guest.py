@@ -1154,13 +1154,14 @@ def traces_by_case(log, line="ZAPCASE"):
     return out
 
 
-def sparse_share_checks(check, log):
+def sparse_share_checks(check, log, pkb=4):
     """zap-sparse-corner and zap-sparse-spread: zapped by the caller and
     its one helper, each with at least SPARSE_MIN_SHARE of their CPU time
-    (the tracepoint's caller_cpu_ns and helper_ns)."""
+    (the tracepoint's caller_cpu_ns and helper_ns).  PKB: the page size in
+    kB; the exit is the one of 256 MiB or more."""
     traces = traces_by_case(log)
     for name in ("zap-sparse-corner", "zap-sparse-spread"):
-        big = [e for e in traces.get(name, []) if e[0] >= 65536]
+        big = [e for e in traces.get(name, []) if e[0] >= 256 * 1024 // pkb]
         ok = len(big) == 1 and big[0][5] == 2
         shares = ""
         if ok:
@@ -1221,7 +1222,7 @@ def zap_checks(check, log, args):
           f"zap trace: zap_parallel:exit_mmap_zap_parallel recorded the "
           f"512 MiB exit with threads, job, helper and caller times "
           f"({len(ev)} events: {ev[:2]})")
-    sparse_share_checks(check, log)
+    sparse_share_checks(check, log, pkb)
     m = re.search(r"^ZAPNOMEM failed=(-?\d+)$", log, re.M)
     check(m is not None and m.group(1) == "1",
           "zap-nomem: failslab failed exactly one allocation, the plan's "
@@ -1403,6 +1404,20 @@ def freetest_only(args, check):
     """freetest --only MODE: one case in a guest of its own, with the checks
     make check gives it (toggling: key-toggling, traced; isolcpus)."""
     args.timeout = max(args.timeout, 1200)
+    if args.only == "selftests":
+        # The mm selftests alone (arm64's check-full: the quick freetest
+        # does not fit one boot there), zapped at the lowest threshold.
+        params = free_params(args.quick).replace("mttest.free=quick",
+                                                 "mttest.free=selftest")
+        params = params.replace("mttest.free=test", "mttest.free=selftest")
+        r, log = boot(args, "rust", f"{params} mttest.selftest_reps=1")
+        path = save_log(args, "freetest-selftests.log", log)
+        check(r["ok"], f"selftests: the guest ran them and powered off "
+              f"({r['wall']:.1f} s; log {path})")
+        check(not r["bad"], "selftests: no BUG/WARNING/lockdep in the log"
+              + (f": {r['bad'][0]}" if r["bad"] else ""))
+        mm_selftest_checks(check, log, args.quick, args.kbuild)
+        return check.finish("freetest")
     if args.only == "zap":
         args.quick = True
         log, _ = free_guest(check, args, args, "zap")
@@ -1572,10 +1587,12 @@ def main():
                     help="freebench: before an exit, a thread on every CPU "
                     "rewrites part of its memory, so that every CPU has "
                     "used the mm (TLB shootdowns then reach them all)")
-    ap.add_argument("--only", choices=("toggling", "isolcpus", "zap"),
+    ap.add_argument("--only", choices=("toggling", "isolcpus", "zap",
+                                       "selftests"),
                     help="freetest: only this case, in a guest of its own "
                     "(toggling: key-toggling, traced; zap: the parallel "
-                    "zap's cases that --quick runs)")
+                    "zap's cases that --quick runs; selftests: the mm "
+                    "selftests with the zap at its lowest threshold)")
     ap.add_argument("--prealloc", action="store_true",
                     help="QEMU allocates and touches all guest memory before "
                     "the guest starts (memory-backend-ram prealloc=on), so "

@@ -143,7 +143,9 @@
 #ifndef SYS_process_mrelease
 #define SYS_process_mrelease	448
 #endif
-#define PAGE		4096UL
+/* The kernel's base page size (4 KiB, or 64 KiB on an arm64 64K kernel). */
+static size_t page_size = 4096;
+#define PAGE		page_size
 
 static void die(const char *what)
 {
@@ -494,7 +496,10 @@ static long meminfo_kb(const char *key)
 #define ZAP_REWRITE_SALT	0x1111111100000000ULL
 #define ZAP_KSM_BYTES		(16UL << 20)
 #define ZAP_MLOCK_BYTES		(16UL << 20)
-/* 8192 VMAs of one page: every other page of 32 MiB made read-only. */
+/*
+ * One-page VMAs: every other page of 32 MiB made read-only (8192 VMAs with
+ * 4 KiB pages, 512 with 64 KiB).
+ */
 #define ZAP_SPLIT_BYTES		(32UL << 20)
 
 /* The child of do_zapmix(): maps everything, then exits. */
@@ -536,8 +541,9 @@ static void zapmix_child(size_t bytes, int shfd, int pvfd, size_t part,
 		memset(h, 1, huge);
 	}
 	/*
-	 * Every other page read-only: 4096 one-page VMAs between 4096 others,
-	 * 512 to a PMD block, so that each block holds many VMAs.
+	 * Every other page read-only: 4096 one-page VMAs between 4096 others
+	 * (256 and 256 with 64 KiB pages), 512 to a PMD block of 4 KiB pages,
+	 * so that each block holds many VMAs.
 	 */
 	ks = map_touch(ZAP_SPLIT_BYTES, 0);
 	for (size_t off = 0; off < 8192 * PAGE && off < ZAP_SPLIT_BYTES;
@@ -1077,12 +1083,13 @@ static void wait_child(pid_t pid, const char *what)
 /*
  * A sparse address space (a JVM or Go heap reservation): 64 GiB reserved,
  * @bytes touched in its last @bytes (@how "corner") or spread over every
- * 2 MiB block, the same number of pages in each ("spread").  The exit is
- * the parent's to wait for; the zap's tracepoint says how it was shared.
+ * PMD block (2 MiB with 4 KiB pages, 512 MiB with 64 KiB: a page table of
+ * 8-byte entries), the same number of pages in each ("spread").  The exit
+ * is the parent's to wait for; the zap's tracepoint says how it was shared.
  */
 static void do_sparse(const char *how, size_t bytes)
 {
-	size_t size = 64UL << 30, block = 2UL << 20;
+	size_t size = 64UL << 30, block = PAGE * (PAGE / 8);
 	int spread = !strcmp(how, "spread");
 	pid_t pid;
 
@@ -1384,7 +1391,10 @@ static int sched_prefixes(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	int n = sched_prefixes(argc, argv);
+	int n;
+
+	page_size = sysconf(_SC_PAGESIZE);
+	n = sched_prefixes(argc, argv);
 
 	argc -= n;
 	argv += n;
