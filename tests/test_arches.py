@@ -32,9 +32,19 @@ class GuestArch(unittest.TestCase):
         self.assertIn("cow", guest.mm_selftests(kb))
 
     def test_x86_build_keeps_soft_dirty(self):
-        kb = kbuild_with("CONFIG_X86_64=y\nCONFIG_MEM_SOFT_DIRTY=y\n")
+        kb = kbuild_with("CONFIG_X86_64=y\nCONFIG_MEM_SOFT_DIRTY=y\n"
+                         "CONFIG_TEST_HMM=y\n")
         self.assertEqual(guest.guest_arch(kb), "x86_64")
         self.assertEqual(guest.mm_selftests(kb), list(guest.MM_SELFTESTS))
+        self.assertEqual(guest.zap_skips(kb), {})
+
+    def test_64k_build_skips_hmm_and_mremap(self):
+        kb = kbuild_with("CONFIG_ARM64=y\nCONFIG_ARM64_64K_PAGES=y\n")
+        self.assertEqual(guest.page_kb(kb), 64)
+        self.assertNotIn("hmm-tests", guest.mm_selftests(kb))
+        self.assertEqual(set(guest.zap_skips(kb)), {"zap-hmm", "zap-mremap"})
+        self.assertEqual(guest.zap_skip_param(kb),
+                         "mttest.zap_skip=zap-hmm,zap-mremap")
 
 
 class MatrixWarnings(unittest.TestCase):
