@@ -158,10 +158,24 @@ MM_SELFTESTS_FULL_ONLY = ("uffd-unit-tests",)
 MM_SELFTESTS_NEED = {"soft-dirty": "MEM_SOFT_DIRTY", "hmm-tests": "TEST_HMM"}
 
 
+# Left out with 64 KiB pages: cow exits 1 in the middle of its
+# swapped-out THP cases (no "not ok", no totals) with the parallel free and
+# zap off as well as on (2026-11-28, doc/results.md): not the series'.
+MM_SELFTESTS_NOT_64K = {"cow"}
+
+
 def mm_selftests(kbuild):
     """MM_SELFTESTS that KBUILD's kernel can run."""
-    return [t for t in MM_SELFTESTS if t not in MM_SELFTESTS_NEED
-            or kconfig_of(kbuild, MM_SELFTESTS_NEED[t]) == "y"]
+    return [t for t in MM_SELFTESTS if (t not in MM_SELFTESTS_NEED
+            or kconfig_of(kbuild, MM_SELFTESTS_NEED[t]) == "y")
+            and not (t in MM_SELFTESTS_NOT_64K and page_kb(kbuild) == 64)]
+
+
+def hugetlb_selftest_param(kbuild):
+    """With 64 KiB pages the default huge page is the 512 MiB PMD, and
+    hugetlb-madvise wants 20 free of them (10 GiB): the guest's default
+    is then 2 MiB (32 contiguous PTEs), which free.sh's 32 fit."""
+    return "default_hugepagesz=2M" if page_kb(kbuild) == 64 else ""
 
 
 def free_params(quick):
@@ -1412,7 +1426,8 @@ def freetest_only(args, check):
         params = free_params(args.quick).replace("mttest.free=quick",
                                                  "mttest.free=selftest")
         params = params.replace("mttest.free=test", "mttest.free=selftest")
-        r, log = boot(args, "rust", f"{params} mttest.selftest_reps=1")
+        r, log = boot(args, "rust", f"{params} mttest.selftest_reps=1 "
+                      f"{hugetlb_selftest_param(args.kbuild)}")
         path = save_log(args, "freetest-selftests.log", log)
         check(r["ok"], f"selftests: the guest ran them and powered off "
               f"({r['wall']:.1f} s; log {path})")
@@ -1446,7 +1461,8 @@ def cmd_freetest(args):
     # the mtjob engine after boot is always the Rust one.
     args.timeout = max(args.timeout, 2400)
     r, log = boot(args, "rust", f"{free_params(args.quick)} "
-                  f"{zap_skip_param(args.kbuild)}")
+                  f"{zap_skip_param(args.kbuild)} "
+                  f"{hugetlb_selftest_param(args.kbuild)}")
     path = save_log(args, "freetest.log", log)
     check(r["ok"], f"guest ran the free tests and powered off "
           f"({r['wall']:.1f} s; log {path})")

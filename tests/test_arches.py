@@ -42,6 +42,7 @@ class GuestArch(unittest.TestCase):
         kb = kbuild_with("CONFIG_ARM64=y\nCONFIG_ARM64_64K_PAGES=y\n")
         self.assertEqual(guest.page_kb(kb), 64)
         self.assertNotIn("hmm-tests", guest.mm_selftests(kb))
+        self.assertNotIn("cow", guest.mm_selftests(kb))
         self.assertEqual(set(guest.zap_skips(kb)), {"zap-hmm", "zap-mremap"})
         self.assertEqual(guest.zap_skip_param(kb),
                          "mttest.zap_skip=zap-hmm,zap-mremap")

@@ -561,8 +561,11 @@ mm_selftests() {
 		(cd /bin/mm && timeout 300 "$t" > /tmp/mmselftest.log 2>&1)
 		rc=$?
 		z1=$(vmstat parallel_zap) t1=$(vmstat parallel_zap_threads)
-		[ $rc = 0 ] || sed "s|^|MMSELFTEST-LOG ${t##*/}: |" \
-			/tmp/mmselftest.log | tail -n 40
+		# A failure's log: its failed subtests (kselftest's "not ok"
+		# lines, wherever they are), then its last 40 lines.
+		[ $rc = 0 ] || { grep '^not ok' /tmp/mmselftest.log; \
+			tail -n 40 /tmp/mmselftest.log; } |
+			sed "s|^|MMSELFTEST-LOG ${t##*/}: |"
 		echo "MMSELFTEST ${t##*/} rc=$rc pz=$((z1 - z0)) pzt=$((t1 - t0))"
 		echo "CASETIME mm-${t##*/} total_cs=$(($(uptime_cs) - u0)) memfree_cs=0"
 	done
