@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * tlbi.c - a QEMU TCG plugin that counts the TLB maintenance an arm64 guest
- * executes between two marks, for make bench-free on arm64 (scripts/guest.py
+ * executes between two marks, for make bench-free-arm64 (scripts/guest.py
  * freebench --tlbi).
  *
  * arm64 invalidates other CPUs' TLBs with broadcast TLBI instructions, not
  * with IPIs, so /proc/interrupts and x86's tlb:tlb_flush event see nothing
  * of it, and two vCPUs under TCG cannot time what a broadcast costs on a
  * machine of 100 CPUs.  So it is counted: every TLBI the guest executes, on
- * any vCPU, by kind (the SYS encoding, CRn = 8, Arm ARM C5.5):
+ * any vCPU, by kind (the SYS encoding with CRn = 8, or 9 for the nXS forms
+ * of FEAT_XS; Arm ARM C5.5):
  *
  *   mm     TLBI ASIDE1IS/OS: one ASID on every CPU (flush_tlb_mm())
  *   va     TLBI VAE1IS, VALE1IS, VAAE1IS, VAALE1IS (and OS): one page, or
@@ -27,8 +28,8 @@
  *
  *   TLBICOUNT mm=<n> va=<n> range=<n> all=<n> local=<n> other=<n>
  *
- * the TLBIs of every vCPU between the two marks.  Nothing is counted
- * before the first start mark.
+ * the TLBIs of every vCPU between the two marks (an end mark without a
+ * start mark before it counts from boot: free_test sets both).
  *
  * Build: cc -shared -fPIC -I<dir of Debian's QEMU qemu-plugin.h> tlbi.c
  * (make setup-arm64 fetches the header of the installed QEMU's source).
@@ -56,6 +57,7 @@ static const char *const names[] = { "mm", "va", "range", "all", "local",
  * An aligned 64-bit load or store does not tear on the hosts QEMU runs on.
  */
 static uint64_t counts[MAX_VCPUS][K_START];
+/* Written at the start mark on one vCPU, read at the end mark on another. */
 static uint64_t at_start[K_START];
 static int nr_vcpus;
 
@@ -77,14 +79,17 @@ static void on_exec(unsigned int vcpu, void *udata)
 
 	if (k == K_START) {
 		for (i = 0; i < K_START; i++)
-			at_start[i] = total(i);
+			__atomic_store_n(&at_start[i], total(i),
+					 __ATOMIC_RELEASE);
 		return;
 	}
 	if (k == K_END) {
 		n = snprintf(line, sizeof(line), "TLBICOUNT");
 		for (i = 0; i < K_START; i++)
 			n += snprintf(line + n, sizeof(line) - n, " %s=%" PRIu64,
-				      names[i], total(i) - at_start[i]);
+				      names[i], total(i) -
+				      __atomic_load_n(&at_start[i],
+						      __ATOMIC_ACQUIRE));
 		snprintf(line + n, sizeof(line) - n, "\n");
 		qemu_plugin_outs(line);
 		return;
@@ -101,7 +106,7 @@ static int tlbi_kind(uint32_t insn)
 	unsigned int op1 = (insn >> 16) & 7, crn = (insn >> 12) & 15;
 	unsigned int crm = (insn >> 8) & 15, op2 = (insn >> 5) & 7;
 
-	if ((insn & 0xfff80000u) != 0xd5080000u || crn != 8)
+	if ((insn & 0xfff80000u) != 0xd5080000u || (crn != 8 && crn != 9))
 		return -1;
 	if (op1 != 0)
 		return K_OTHER;
@@ -130,12 +135,15 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 
 	for (i = 0; i < n; i++) {
 		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+		const uint8_t *b;
 		uint32_t word;
 		int k;
 
 		if (qemu_plugin_insn_size(insn) != sizeof(word))
 			continue;
-		memcpy(&word, qemu_plugin_insn_data(insn), sizeof(word));
+		/* A64 instructions are little-endian, whatever the host. */
+		b = qemu_plugin_insn_data(insn);
+		word = b[0] | b[1] << 8 | b[2] << 16 | (uint32_t)b[3] << 24;
 		if (word == HINT_START)
 			k = K_START;
 		else if (word == HINT_END)
