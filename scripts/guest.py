@@ -159,8 +159,8 @@ MM_SELFTESTS_NEED = {"soft-dirty": "MEM_SOFT_DIRTY"}
 # Left out with 64 KiB pages: hmm-tests, as the 64K kernel has no HMM test
 # driver (its init oopses in plain 7.3.4 with 64 KiB pages); cow, which
 # exits 1 in the middle of its swapped-out THP cases (no "not ok", no
-# totals) with the parallel free and zap off as well as on (2026-11-28,
-# doc/results.md).
+# totals) with the parallel free and zap off as well as on, and in plain
+# 7.3.4 (2026-11-28, doc/results.md).
 MM_SELFTESTS_NOT_64K = {"cow", "hmm-tests"}
 # freetest --selftests NAME,...: these instead (chasing one's failure).
 MM_SELFTESTS_ONLY = []
