@@ -450,11 +450,13 @@ kunit_arm64() {	# kunit_arm64 PAGES SUFFIX
 # (a serial munmap() of 2 GiB took 28 s there, beside a kernel build and
 # before pauth-impdef=on, against 1.3 s on x86_64; doc/results.md).
 guest_suite_arm64() {	# guest_suite_arm64 NAME SUFFIX [ARGS...]
-	local name=$1 sfx=$2
+	local name=$1 sfx=$2 tag=$1
 	shift 2
+	# freetest --only X: its own output file (freetest-zap, -selftests).
+	[ "${1:-}" = --only ] && tag=$name-$2
 	python3 "$repo/scripts/guest.py" "$name" --engines rust,padata --quick \
 		--kbuild "$(arm64_kbuild "$sfx")" --logdir "$logs/arm64$sfx" --timeout 900 "$@" |
-		tee "$logs/arm64$sfx-$name.txt"
+		tee "$logs/arm64$sfx-$tag.txt"
 	return "${PIPESTATUS[0]}"
 }
 arm64_stages() {	# arm64_stages PAGES: 4K, or 64K with fewer suites
