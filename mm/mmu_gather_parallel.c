@@ -147,10 +147,14 @@ struct tlb_free_job {
 /* Is the gather tearing down the calling task's own mm? */
 static bool tlb_parallel_free_own_mm(struct mmu_gather *tlb)
 {
-	/* exit_mm() clears current->mm before its mmput() runs exit_mmap(). */
+	/*
+	 * exit_mm() clears current->mm before its mmput() runs exit_mmap().
+	 * Not current->active_mm == tlb->mm: a task preempted after that is
+	 * switched back in as a lazy-TLB task, with the active_mm of whatever
+	 * ran before it (context_switch()).
+	 */
 	if (!current->mm)
-		return (current->flags & PF_EXITING) &&
-		       current->active_mm == tlb->mm;
+		return current->flags & PF_EXITING;
 	return current->mm == tlb->mm;
 }
 

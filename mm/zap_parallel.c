@@ -292,8 +292,28 @@ static void zap_test_report(struct zap_job *zj)
 		pr_info("zap_parallel: test: %d chunks started after a reaper started on the mm of pid %d\n",
 			atomic_read(&zj->test_after), task_pid_nr(zj->caller));
 }
+
+/*
+ * Test only: an exit sleeps this long (ms) before it is checked, so that it
+ * is switched out after exit_mm() and back in as a lazy-TLB task, as a
+ * preemption there would do.
+ */
+static unsigned int test_exit_sleep_ms;
+module_param(test_exit_sleep_ms, uint, 0644);
+
+static void zap_test_switch_out(void)
+{
+	unsigned int ms = READ_ONCE(test_exit_sleep_ms);
+
+	if (ms)
+		msleep(ms);
+}
 #else
 static inline void zap_test_chunk_start(struct zap_job *zj)
+{
+}
+
+static inline void zap_test_switch_out(void)
 {
 }
 
@@ -342,9 +362,14 @@ static bool zap_parallel_vma_ok(struct vm_area_struct *vma)
 /* Is @mm the mm of the exiting task, and may kworkers do its work? */
 static bool zap_parallel_allowed(struct mm_struct *mm)
 {
-	/* exit_mm() clears current->mm before its mmput() runs exit_mmap(). */
+	/*
+	 * exit_mm() clears current->mm before its mmput() runs exit_mmap().
+	 * Not current->active_mm == @mm: a task preempted after exit_mm()
+	 * cleared ->mm is switched back in as a lazy-TLB task, with the
+	 * active_mm of whatever ran before it (context_switch()).
+	 */
 	if (current->flags & PF_KTHREAD || current->mm ||
-	    !(current->flags & PF_EXITING) || current->active_mm != mm)
+	    !(current->flags & PF_EXITING))
 		return false;
 	/*
 	 * OOM victims are left to the reaper (top of this file).  A reaper
@@ -611,6 +636,7 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
 	pages = get_mm_rss_sum(mm) + get_mm_counter_sum(mm, MM_SWAPENTS);
 	if (pages < threshold)
 		return false;
+	zap_test_switch_out();
 	if (!mtjob_may_use_helpers(GFP_NOWAIT) || !zap_parallel_allowed(mm)) {
 		count_vm_event(PARALLEL_ZAP_REFUSED);
 		return false;

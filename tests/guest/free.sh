@@ -419,6 +419,23 @@ mrelease_late() {
 	return $rc
 }
 
+# switched_out COMMAND...: COMMAND with the test kernel's hook
+# (CONFIG_PARALLEL_ZAP_REAPER_TEST) that has an exit above the zap's
+# threshold sleep 20 ms before it is checked, so that it comes back as a
+# lazy-TLB task with the active_mm of what ran before it: the exit must be
+# judged the same (zap-busy-cpus: busy, not refused).
+switched_out() {
+	local s=/sys/module/zap_parallel/parameters/test_exit_sleep_ms
+	local rc
+	[ -w $s ] ||
+		{ echo "free.sh: no $s (CONFIG_PARALLEL_ZAP_REAPER_TEST)"; return 1; }
+	echo 20 > $s || return 1
+	"$@"
+	rc=$?
+	echo 0 > $s
+	return $rc
+}
+
 # mremap_folios MIB: free_test mremap MIB with 64 KiB anonymous folios
 # enabled (mTHP), then
 #   ZAPMREMAP split_pmd=<thp_split_pmd delta> mthp64=<64 KiB folios faulted>
@@ -515,7 +532,8 @@ zap_cases() {
 	full_case_zap zap-rt free_test rt exit "$(zmib 512)" 0
 	full_case_zap zap-cgroup-cpu-max in_cgroup limited cpu.max \
 		"50000 100000" free_test exit "$(zmib 512)" 0
-	run_zap zap-busy-cpus on_busy_cpus free_test exit "$(zmib 512)" 0
+	run_zap zap-busy-cpus on_busy_cpus switched_out \
+		free_test exit "$(zmib 512)" 0
 	# The helpers' CPU time in the cgroup's usage_usec (FREEACCT lines);
 	# the parallel one with the tracepoint on.
 	run_zap zap-acct-parallel zap_traced in_cgroup acct cpu.weight 100 \
