@@ -89,7 +89,7 @@
  *   tables with freed_tables set, and the only other zapper, the OOM
  *   reaper, keeps its own upgrade and holds mmap_read_lock(), which that
  *   write lock waits for.  A chunk frees only pages it cleared, after its
- *   own flush.  So a chunk's gather is marked (mmu_gather.exit_zap_chunk)
+ *   own flush.  So a chunk's gather is marked (mmu_gather.zap_chunk)
  *   and keeps the last flush of a fullmm gather, exactly what each batch of
  *   the serial exit gets: on arm64 none (the ASID is not reused before the
  *   whole TLB is invalidated), on x86 flush_tlb_mm() without freed_tables
@@ -210,9 +210,9 @@ static unsigned long zap_parallel_min_chunk(unsigned long threshold)
  * A chunk's gather: no nested upgrade in tlb_finish_mmu() and no parallel
  * free (top of this file).
  */
-static void tlb_mark_exit_zap_chunk(struct mmu_gather *tlb)
+static void tlb_mark_zap_chunk(struct mmu_gather *tlb)
 {
-	tlb->exit_zap_chunk = 1;
+	tlb->zap_chunk = 1;
 #ifdef CONFIG_MMU_GATHER_PARALLEL_FREE
 	tlb->parallel_free_refused = 1;
 #endif
@@ -223,11 +223,21 @@ static atomic_t zap_parallel_helpers = ATOMIC_INIT(0);
 
 /**
  * struct zap_job - the plan of a parallel zap, and what it measured
- * @mm: the dying mm
- * @caller: the exiting task; the helpers' time is charged to it
+ * @mm: the mm, dying or (munmap()) live
+ * @caller: the exiting or unmapping task; the helpers' time is charged to it
+ * @side: a munmap()'s side tree of detached VMAs, indexed by position (0
+ *	to @side_end - 1, in address order); NULL for an exit, whose VMAs are
+ *	in the mm's tree, by address
+ * @side_end: the number of VMAs in @side
+ * @seg_vma: with @side, the position of the first VMA helpers may zap in
+ *	each segment (the second half of @seg's page)
+ * @cur_vma: while planning, the position in @side of the VMA counted
+ * @segs_max: segments at most, ZAP_SEGS_MAX, or half with @side
+ * @start: the first address to zap (a munmap()'s start; 0 for an exit)
+ * @limit: the end of the range to zap (ULONG_MAX for an exit)
  * @seg: the segments' first addresses, PMD_SIZE aligned and increasing;
  *	segment i is [@seg[i], @seg[i + 1]), the last ends at @end
- * @nr_segs: the job's size, <= ZAP_SEGS_MAX
+ * @nr_segs: the job's size, <= @segs_max
  * @end: the end of the last segment, PMD_SIZE aligned
  * @seen: the end of the last block counted, while planning
  * @target: populated PMD entries a segment has before the next starts
@@ -238,12 +248,23 @@ static atomic_t zap_parallel_helpers = ATOMIC_INIT(0);
  * @write_bytes: what helpers' zaps of dirty shared file PTEs charged to their
  *	I/O accounting (task_io_account_write()), moved to the caller's
  * @nr_dirtied: pages they counted as dirtied (task_struct.nr_dirtied), ditto
+ * @helpers: helpers reserved for the job
+ * @threads: threads that zapped, the caller included if it ran a chunk
+ * @job_ns: the job's time, in nanoseconds
+ * @tail_ns: the time of the caller's zap of the VMAs it kept, after the job
  * @test_chunks: test only (CONFIG_PARALLEL_ZAP_REAPER_TEST): chunks started
  * @test_after: test only: chunks started after the reaper
  */
 struct zap_job {
 	struct mm_struct *mm;
 	struct task_struct *caller;
+	struct maple_tree *side;
+	unsigned long side_end;
+	unsigned long *seg_vma;
+	unsigned long cur_vma;
+	unsigned long segs_max;
+	unsigned long start;
+	unsigned long limit;
 	unsigned long *seg;
 	unsigned long nr_segs;
 	unsigned long end;
@@ -255,6 +276,10 @@ struct zap_job {
 	u64 caller_ns;
 	atomic64_t write_bytes;
 	atomic_t nr_dirtied;
+	int helpers;
+	int threads;
+	u64 job_ns;
+	u64 tail_ns;
 #ifdef CONFIG_PARALLEL_ZAP_REAPER_TEST
 	atomic_t test_chunks;
 	atomic_t test_after;
@@ -415,8 +440,11 @@ static void zap_plan_entry(struct zap_job *zj, unsigned long addr)
 		return;
 	zj->seen = addr + PMD_SIZE;
 	if (zj->seg && zj->entries && zj->entries % zj->target == 0 &&
-	    zj->nr_segs < ZAP_SEGS_MAX)
+	    zj->nr_segs < zj->segs_max) {
+		if (zj->side)
+			zj->seg_vma[zj->nr_segs] = zj->cur_vma;
 		zj->seg[zj->nr_segs++] = addr;
+	}
 	zj->entries++;
 }
 
@@ -460,6 +488,37 @@ static void zap_plan_vma(struct zap_job *zj, struct vm_area_struct *vma)
 }
 
 /*
+ * The job's next VMA at or after *@pos that starts below @hi, and *@pos
+ * moved past it: @pos is an address in the mm's tree (an exit) or a
+ * position in a munmap()'s side tree.  mt_find() reads either under RCU;
+ * neither changes while the job runs (the caller holds mmap_lock, and a
+ * side tree is the caller's until it frees the VMAs after the job).
+ */
+static struct vm_area_struct *zap_next_vma(const struct zap_job *zj,
+					   unsigned long *pos,
+					   unsigned long hi)
+{
+	struct vm_area_struct *vma;
+
+	if (!zj->side) {
+		if (*pos >= hi)
+			return NULL;
+		return mt_find(&zj->mm->mm_mt, pos, hi - 1);
+	}
+	if (*pos >= zj->side_end)
+		return NULL;
+	vma = mt_find(zj->side, pos, zj->side_end - 1);
+	return vma && vma->vm_start < hi ? vma : NULL;
+}
+
+/* Where the VMAs of the job start: the first address, or position 0. */
+static unsigned long zap_first_pos(const struct zap_job *zj,
+				   struct vm_area_struct *first)
+{
+	return zj->side ? 0 : first->vm_start;
+}
+
+/*
  * One pass over the VMAs helpers may zap, from @first on: without a segment
  * table it counts their entries and VMAs; with one it also cuts the
  * segments.  The first segment starts at the block of the first such VMA
@@ -468,7 +527,7 @@ static void zap_plan_vma(struct zap_job *zj, struct vm_area_struct *vma)
  */
 static void zap_plan_pass(struct zap_job *zj, struct vm_area_struct *first)
 {
-	VMA_ITERATOR(vmi, zj->mm, first->vm_start);
+	unsigned long pos = zap_first_pos(zj, first);
 	struct vm_area_struct *vma;
 
 	zj->nr_segs = 0;
@@ -476,16 +535,43 @@ static void zap_plan_pass(struct zap_job *zj, struct vm_area_struct *first)
 	zj->nr_vmas = 0;
 	zj->seen = 0;
 	zj->end = 0;
-	for_each_vma(vmi, vma) {
+	while ((vma = zap_next_vma(zj, &pos, ULONG_MAX))) {
 		if (!zap_parallel_vma_ok(vma))
 			continue;
+		/* mt_find() left @pos after the VMA's position. */
+		zj->cur_vma = pos - 1;
 		if (!zj->nr_vmas++ && zj->seg) {
 			zj->seg[0] = ALIGN_DOWN(vma->vm_start, PMD_SIZE);
+			if (zj->side)
+				zj->seg_vma[0] = zj->cur_vma;
 			zj->nr_segs = 1;
 		}
 		zap_plan_vma(zj, vma);
 		zj->end = ALIGN(vma->vm_end, PMD_SIZE);
 	}
+}
+
+/*
+ * Where a chunk from segment @index, from address @lo, finds its first VMA:
+ * @lo in the mm's tree; in a side tree, the position the plan recorded,
+ * moved back over any VMA before it that still reaches @lo (one helpers
+ * may not zap, or one whose part of the block was not populated).
+ */
+static unsigned long zap_seg_pos(const struct zap_job *zj,
+				 unsigned long index, unsigned long lo)
+{
+	unsigned long pos, prev;
+	struct vm_area_struct *vma;
+
+	if (!zj->side)
+		return lo;
+	for (pos = zj->seg_vma[index]; pos; pos--) {
+		prev = pos - 1;
+		vma = mt_find(zj->side, &prev, pos - 1);
+		if (!vma || vma->vm_end <= lo)
+			break;
+	}
+	return pos;
 }
 
 /* The segments [@start, @end) as an address range: [*@lo, *@hi). */
@@ -508,8 +594,8 @@ static int zap_parallel_chunk(unsigned long start, unsigned long end,
 	bool helper = current != zj->caller;
 	u64 runtime = task_sched_runtime(current);
 	int nr_dirtied = current->nr_dirtied;
+	unsigned long lo, hi, pos, from, to;
 	struct vm_area_struct *vma;
-	unsigned long lo, hi, addr;
 	struct mmu_gather tlb;
 	u64 write_bytes = 0;
 
@@ -519,16 +605,20 @@ static int zap_parallel_chunk(unsigned long start, unsigned long end,
 
 	zap_test_chunk_start(zj);
 	zap_segs_range(zj, start, end, &lo, &hi);
-	tlb_gather_mmu_fullmm(&tlb, zj->mm);
+	/* A live mm's chunk flushes its own range (top of this file). */
+	if (zj->side)
+		tlb_gather_mmu(&tlb, zj->mm);
+	else
+		tlb_gather_mmu_fullmm(&tlb, zj->mm);
 	/* No nested upgrade, no parallel free (top of this file). */
-	tlb_mark_exit_zap_chunk(&tlb);
-	/* The VMAs stay: the caller holds mmap_read_lock() for the job. */
-	for (addr = lo; (vma = mt_find(&zj->mm->mm_mt, &addr, hi - 1)); ) {
-		if (zap_parallel_vma_ok(vma))
-			unmap_vma_range(&tlb, vma, max(lo, vma->vm_start),
-					min(hi, vma->vm_end));
-		if (addr >= hi)
-			break;
+	tlb_mark_zap_chunk(&tlb);
+	/* The VMAs stay until the caller is done with the job. */
+	pos = zap_seg_pos(zj, start, lo);
+	while ((vma = zap_next_vma(zj, &pos, hi))) {
+		from = max3(lo, vma->vm_start, zj->start);
+		to = min3(hi, vma->vm_end, zj->limit);
+		if (zap_parallel_vma_ok(vma) && from < to)
+			unmap_vma_range(&tlb, vma, from, to);
 	}
 	tlb_finish_mmu(&tlb);
 	runtime = task_sched_runtime(current) - runtime;
@@ -563,31 +653,149 @@ static int zap_parallel_node_of(unsigned long index, void *arg)
 {
 	struct zap_job *zj = arg;
 	struct vm_area_struct *vma;
-	unsigned long addr, hi;
+	unsigned long lo, hi, pos;
 
-	zap_segs_range(zj, index, index + 1, &addr, &hi);
-	while ((vma = mt_find(&zj->mm->mm_mt, &addr, hi - 1))) {
-		if (zap_parallel_vma_ok(vma))
+	zap_segs_range(zj, index, index + 1, &lo, &hi);
+	pos = zap_seg_pos(zj, index, lo);
+	while ((vma = zap_next_vma(zj, &pos, hi))) {
+		if (zap_parallel_vma_ok(vma) && vma->vm_end > lo)
 			return zap_vma_node(vma);
 	}
 	return NUMA_NO_NODE;
 }
 
 /* Does a VMA helpers may zap, from @first on, have a node of its own? */
-static bool zap_parallel_by_node(struct mm_struct *mm,
+static bool zap_parallel_by_node(const struct zap_job *zj,
 				 struct vm_area_struct *first)
 {
-	VMA_ITERATOR(vmi, mm, first->vm_start);
+	unsigned long pos = zap_first_pos(zj, first);
 	struct vm_area_struct *vma;
 
 	if (!IS_ENABLED(CONFIG_NUMA) || nr_node_ids == 1)
 		return false;
-	for_each_vma(vmi, vma) {
+	while ((vma = zap_next_vma(zj, &pos, ULONG_MAX))) {
 		if (zap_parallel_vma_ok(vma) &&
 		    zap_vma_node(vma) != NUMA_NO_NODE)
 			return true;
 	}
 	return false;
+}
+
+/*
+ * Plans the job over the VMAs of @unmap that helpers may zap and runs it,
+ * then zaps with @tlb, in address order, the VMAs they may not, all inside
+ * one mmu notifier range over @unmap's, as unmap_vmas() would.  @zj has its
+ * mm, caller, tree and range set.  Returns false, having zapped nothing,
+ * when the reach of the populated entries is below @min_pages (uncounted),
+ * or, counted in vmstat, when the plan has fewer than two segments, its
+ * table cannot be allocated or no helper can be reserved.
+ */
+static bool zap_parallel_run(struct zap_job *zj, struct mmu_gather *tlb,
+			     struct unmap_desc *unmap, unsigned long min_pages,
+			     const char *name)
+{
+	struct mtjob job = {
+		.thread_fn	= zap_parallel_chunk,
+		.fn_arg		= zj,
+		.align		= 1,
+		.min_chunk	= 1,
+		.gfp		= GFP_NOWAIT,
+		.name		= name,
+	};
+	unsigned long threshold = READ_ONCE(sysctl_parallel_zap_threshold);
+	struct mmu_notifier_range range;
+	struct mtjob_report report = {};
+	unsigned long min_chunk, segs;
+	struct vm_area_struct *vma;
+	u64 start_ns;
+	int ret;
+
+	/* Count first: segments of equal entries, as many as fit a page. */
+	zap_plan_pass(zj, unmap->first);
+	if (zj->entries * (PMD_SIZE >> PAGE_SHIFT) < min_pages)
+		return false;
+	min_chunk = zap_parallel_min_chunk(threshold);
+	segs = zj->entries / min_chunk;
+	if (segs < 2) {
+		count_vm_event(PARALLEL_ZAP_SERIAL);
+		return false;
+	}
+	/* No reclaim for bookkeeping (top of this file). */
+	zj->seg = kmalloc_array(ZAP_SEGS_MAX, sizeof(*zj->seg),
+				GFP_NOWAIT | __GFP_NOWARN);
+	if (!zj->seg) {
+		count_vm_event(PARALLEL_ZAP_NOMEM);
+		return false;
+	}
+	zj->segs_max = ZAP_SEGS_MAX;
+	if (zj->side) {
+		zj->segs_max /= 2;
+		zj->seg_vma = zj->seg + zj->segs_max;
+	}
+	zj->target = max(min_chunk, DIV_ROUND_UP(zj->entries, zj->segs_max));
+	zap_plan_pass(zj, unmap->first);
+	if (zj->nr_segs < 2) {
+		count_vm_event(PARALLEL_ZAP_SERIAL);
+		kfree(zj->seg);
+		return false;
+	}
+	zj->helpers = zap_parallel_reserve(min_t(unsigned long,
+						 zj->nr_segs - 1, INT_MAX));
+	if (!zj->helpers) {
+		count_vm_event(PARALLEL_ZAP_BUSY);
+		kfree(zj->seg);
+		return false;
+	}
+	if (zap_parallel_by_node(zj, unmap->first)) {
+		job.affinity = MTJOB_AFFINITY_BY_INDEX;
+		job.node_of = zap_parallel_node_of;
+	} else {
+		job.affinity = MTJOB_AFFINITY_NONE;
+	}
+	job.size = zj->nr_segs;
+	job.max_threads = zj->helpers + 1;
+
+	mmu_notifier_range_init(&range, MMU_NOTIFY_UNMAP, 0, zj->mm,
+				unmap->vma_start, unmap->vma_end);
+	mmu_notifier_invalidate_range_start(&range);
+	start_ns = local_clock();
+	ret = mtjob_run_report(&job, &report);
+	/* Valid by construction: on -EINVAL nothing ran. */
+	if (WARN_ON_ONCE(ret))
+		zap_parallel_chunk(0, job.size, zj);
+	zap_test_report(zj);
+	atomic_sub(zj->helpers, &zap_parallel_helpers);
+	sched_account_offload(current, atomic64_read(&zj->helper_ns));
+	zap_caller_dirtied(zj);
+	zj->job_ns = local_clock() - start_ns;
+	zj->threads = report.nr_threads;
+
+	/* What stays on the caller, in address order, as unmap_vmas(). */
+	vma = unmap->first;
+	do {
+		if (!zap_parallel_vma_ok(vma))
+			unmap_vma_range(tlb, vma,
+					max(vma->vm_start, unmap->vma_start),
+					min(vma->vm_end, unmap->vma_end));
+		vma = mas_find(unmap->mas, unmap->tree_end - 1);
+	} while (vma);
+	mmu_notifier_invalidate_range_end(&range);
+	zj->tail_ns = local_clock() - start_ns - zj->job_ns;
+	kfree(zj->seg);
+	return true;
+}
+
+/* Counts a job that ran: in parallel if two threads or more zapped. */
+static void zap_parallel_count(const struct zap_job *zj,
+			       enum vm_event_item done,
+			       enum vm_event_item threads)
+{
+	if (zj->threads < 2) {
+		count_vm_event(PARALLEL_ZAP_SERIAL);
+	} else {
+		count_vm_event(done);
+		count_vm_events(threads, zj->threads);
+	}
 }
 
 /**
@@ -612,25 +820,13 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
 	struct zap_job zj = {
 		.mm		= mm,
 		.caller		= current,
+		.limit		= ULONG_MAX,
 		.helper_ns	= ATOMIC64_INIT(0),
 		.write_bytes	= ATOMIC64_INIT(0),
 		.nr_dirtied	= ATOMIC_INIT(0),
 	};
-	struct mtjob job = {
-		.thread_fn	= zap_parallel_chunk,
-		.fn_arg		= &zj,
-		.align		= 1,
-		.min_chunk	= 1,
-		.gfp		= GFP_NOWAIT,
-		.name		= "exit_mmap",
-	};
 	unsigned long threshold = READ_ONCE(sysctl_parallel_zap_threshold);
-	unsigned long pages, min_chunk, segs;
-	struct mmu_notifier_range range;
-	struct mtjob_report report = {};
-	u64 start_ns = 0, job_ns = 0;
-	struct vm_area_struct *vma;
-	int helpers, ret;
+	unsigned long pages;
 
 	/* Exact sums: percpu_counter_read() is off by a batch per CPU. */
 	pages = get_mm_rss_sum(mm) + get_mm_counter_sum(mm, MM_SWAPENTS);
@@ -646,85 +842,116 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
 		count_vm_event(PARALLEL_ZAP_BUSY);
 		return false;
 	}
-	/* Count first: segments of equal entries, as many as fit a page. */
-	zap_plan_pass(&zj, unmap->first);
-	min_chunk = zap_parallel_min_chunk(threshold);
-	segs = zj.entries / min_chunk;
-	if (segs < 2) {
-		count_vm_event(PARALLEL_ZAP_SERIAL);
+	if (!zap_parallel_run(&zj, tlb, unmap, 0, "exit_mmap"))
 		return false;
-	}
-	/* An exit must not reclaim for its bookkeeping (top of this file). */
-	zj.seg = kmalloc_array(ZAP_SEGS_MAX, sizeof(*zj.seg),
-			       GFP_NOWAIT | __GFP_NOWARN);
-	if (!zj.seg) {
-		count_vm_event(PARALLEL_ZAP_NOMEM);
-		return false;
-	}
-	zj.target = max(min_chunk, DIV_ROUND_UP(zj.entries, ZAP_SEGS_MAX));
-	zap_plan_pass(&zj, unmap->first);
-	if (zj.nr_segs < 2) {
-		count_vm_event(PARALLEL_ZAP_SERIAL);
-		kfree(zj.seg);
-		return false;
-	}
-	helpers = zap_parallel_reserve(min_t(unsigned long, zj.nr_segs - 1,
-					     INT_MAX));
-	if (!helpers) {
-		count_vm_event(PARALLEL_ZAP_BUSY);
-		kfree(zj.seg);
-		return false;
-	}
-	if (zap_parallel_by_node(mm, unmap->first)) {
-		job.affinity = MTJOB_AFFINITY_BY_INDEX;
-		job.node_of = zap_parallel_node_of;
-	} else {
-		job.affinity = MTJOB_AFFINITY_NONE;
-	}
-	job.size = zj.nr_segs;
-	job.max_threads = helpers + 1;
-
-	mmu_notifier_range_init(&range, MMU_NOTIFY_UNMAP, 0, mm,
-				unmap->vma_start, unmap->vma_end);
-	mmu_notifier_invalidate_range_start(&range);
-	if (trace_exit_mmap_zap_parallel_enabled())
-		start_ns = local_clock();
-	ret = mtjob_run_report(&job, &report);
-	/* Valid by construction: on -EINVAL nothing ran. */
-	if (WARN_ON_ONCE(ret))
-		zap_parallel_chunk(0, job.size, &zj);
-	zap_test_report(&zj);
-	atomic_sub(helpers, &zap_parallel_helpers);
-	sched_account_offload(current, atomic64_read(&zj.helper_ns));
-	zap_caller_dirtied(&zj);
-	if (start_ns)
-		job_ns = local_clock() - start_ns;
-
-	/* What stays on the caller, in address order, as unmap_vmas(). */
-	vma = unmap->first;
-	do {
-		if (!zap_parallel_vma_ok(vma))
-			unmap_vma_range(tlb, vma, vma->vm_start, vma->vm_end);
-		vma = mas_find(unmap->mas, unmap->tree_end - 1);
-	} while (vma);
-	mmu_notifier_invalidate_range_end(&range);
-	if (start_ns)
-		trace_exit_mmap_zap_parallel(pages, zj.nr_vmas, zj.entries,
-					     zj.nr_segs, helpers,
-					     report.nr_threads, job_ns,
-					     local_clock() - start_ns - job_ns,
-					     atomic64_read(&zj.helper_ns),
-					     zj.caller_ns);
-
-	if (report.nr_threads < 2) {
-		count_vm_event(PARALLEL_ZAP_SERIAL);
-	} else {
-		count_vm_event(PARALLEL_ZAP);
-		count_vm_events(PARALLEL_ZAP_THREADS, report.nr_threads);
-	}
-	kfree(zj.seg);
+	trace_exit_mmap_zap_parallel(pages, zj.nr_vmas, zj.entries,
+				     zj.nr_segs, zj.helpers, zj.threads,
+				     zj.job_ns, zj.tail_ns,
+				     atomic64_read(&zj.helper_ns),
+				     zj.caller_ns);
+	zap_parallel_count(&zj, PARALLEL_ZAP, PARALLEL_ZAP_THREADS);
 	return true;
 }
+
+#ifdef CONFIG_PARALLEL_ZAP_MUNMAP
+/* Enabled while vm.parallel_zap_munmap is 1. */
+DEFINE_STATIC_KEY_FALSE(munmap_zap_parallel_key);
+static int sysctl_parallel_zap_munmap;
+
+/* Is @mm the calling task's own, and may kworkers do its work? */
+static bool zap_live_allowed(struct mm_struct *mm)
+{
+	if (current->flags & PF_KTHREAD || current->mm != mm)
+		return false;
+	if (tsk_is_oom_victim(current))
+		return false;
+	return sched_task_offload_allowed(current);
+}
+
+/**
+ * __munmap_zap_parallel - zap the VMAs a munmap() detached, with helpers
+ * @unmap: vms_clear_ptes()'s description: the VMAs of its side tree from
+ *	@unmap->first on, the range [@unmap->vma_start, @unmap->vma_end) and
+ *	the floor and ceiling of the page tables to free
+ *
+ * Called where vms_clear_ptes() calls unmap_region(), with
+ * vm.parallel_zap_munmap set, under mmap_lock (for reading once
+ * do_vmi_align_munmap() has downgraded it, for writing otherwise).  When
+ * the task and the range qualify (top of this file), does all that
+ * unmap_region() does: zaps every VMA, those helpers may zap with an mtjob
+ * of kworker helpers and the calling task, each chunk with a gather of its
+ * own, the others with the caller's gather after the job; then frees the
+ * page tables with that gather and finishes it.
+ *
+ * Return: true if it did, false if it did nothing and unmap_region() is to
+ * run.
+ */
+bool __munmap_zap_parallel(struct unmap_desc *unmap)
+{
+	struct mm_struct *mm = unmap->first->vm_mm;
+	struct zap_job zj = {
+		.mm		= mm,
+		.caller		= current,
+		.side		= unmap->mas->tree,
+		.side_end	= unmap->tree_end,
+		.start		= unmap->vma_start,
+		.limit		= unmap->vma_end,
+		.helper_ns	= ATOMIC64_INIT(0),
+		.write_bytes	= ATOMIC64_INIT(0),
+		.nr_dirtied	= ATOMIC_INIT(0),
+	};
+	unsigned long threshold = READ_ONCE(sysctl_parallel_zap_threshold);
+	struct mmu_gather tlb;
+
+	/* The range's size first, then its populated entries' reach. */
+	if ((unmap->vma_end - unmap->vma_start) >> PAGE_SHIFT < threshold)
+		return false;
+	if (!mtjob_may_use_helpers(GFP_NOWAIT) || !zap_live_allowed(mm)) {
+		count_vm_event(PARALLEL_ZAP_REFUSED);
+		return false;
+	}
+	if (!sched_offload_idle_cpus(current, 1)) {
+		count_vm_event(PARALLEL_ZAP_BUSY);
+		return false;
+	}
+	tlb_gather_mmu(&tlb, mm);
+	update_hiwater_rss(mm);
+	if (!zap_parallel_run(&zj, &tlb, unmap, threshold, "munmap")) {
+		/* Nothing gathered: nothing to flush. */
+		tlb_finish_mmu(&tlb);
+		return false;
+	}
+	mas_set(unmap->mas, unmap->tree_reset);
+	free_pgtables(&tlb, unmap);
+	tlb_finish_mmu(&tlb);
+	trace_munmap_zap_parallel(unmap->vma_start, unmap->vma_end,
+				  zj.nr_vmas, zj.entries, zj.nr_segs,
+				  zj.helpers, zj.threads, zj.job_ns,
+				  zj.tail_ns, atomic64_read(&zj.helper_ns),
+				  zj.caller_ns);
+	zap_parallel_count(&zj, PARALLEL_ZAP_MUNMAP,
+			   PARALLEL_ZAP_MUNMAP_THREADS);
+	return true;
+}
+
+static int zap_parallel_munmap_sysctl(const struct ctl_table *table,
+				      int write, void *buffer, size_t *lenp,
+				      loff_t *ppos)
+{
+	int ret;
+
+	mutex_lock(&zap_parallel_lock);
+	ret = proc_dointvec_minmax(table, write, buffer, lenp, ppos);
+	if (!ret && write) {
+		if (sysctl_parallel_zap_munmap)
+			static_branch_enable(&munmap_zap_parallel_key);
+		else
+			static_branch_disable(&munmap_zap_parallel_key);
+	}
+	mutex_unlock(&zap_parallel_lock);
+	return ret;
+}
+#endif /* CONFIG_PARALLEL_ZAP_MUNMAP */
 
 static int zap_parallel_sysctl(const struct ctl_table *table, int write,
 			       void *buffer, size_t *lenp, loff_t *ppos)
@@ -757,6 +984,17 @@ static const struct ctl_table zap_parallel_table[] = {
 		.extra1		= SYSCTL_ZERO,
 		.extra2		= SYSCTL_ONE,
 	},
+#ifdef CONFIG_PARALLEL_ZAP_MUNMAP
+	{
+		.procname	= "parallel_zap_munmap",
+		.data		= &sysctl_parallel_zap_munmap,
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= zap_parallel_munmap_sysctl,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= SYSCTL_ONE,
+	},
+#endif
 	{
 		.procname	= "parallel_zap_threshold",
 		.data		= &sysctl_parallel_zap_threshold,

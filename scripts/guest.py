@@ -194,7 +194,7 @@ def free_params(quick):
 
 
 MMSELFTEST_RE = re.compile(r"^MMSELFTEST (\S+) rc=(\d+) pz=(-?\d+) "
-                           r"pzt=(-?\d+)$", re.M)
+                           r"pzt=(-?\d+) pzm=(-?\d+) pzmt=(-?\d+)$", re.M)
 
 
 def mm_selftest_checks(check, log, quick=False, kbuild=None):
@@ -215,6 +215,10 @@ def mm_selftest_checks(check, log, quick=False, kbuild=None):
     pzt = sum(v[2] for v in got.values())
     check(pz >= 1 and pzt >= 2 * pz, f"mm selftests: {pz} exits zapped "
           f"in parallel, with {pzt} threads")
+    pzm = sum(v[3] for v in got.values())
+    pzmt = sum(v[4] for v in got.values())
+    check(pzm >= 1 and pzmt >= 2 * pzm, f"mm selftests: {pzm} munmap()s "
+          f"zapped in parallel, with {pzmt} threads")
 
 
 def build_mm_selftests(kbuild, outdir):
@@ -1046,6 +1050,24 @@ ZAP_CASES = {
     "zap-lowest-threshold": ("the children's exits zapped in parallel",
                              lambda pz, pzt, pzs, pzr, pzb, pzn: pz >= 1
                              and pz + pzs + pzb >= 3),
+    # munmap()'s parallel zap (issue 38): pz and pzt are its own counters,
+    # parallel_zap_munmap and _threads (free.sh's zap_munmap_counters).
+    "zap-munmap-off": ("vm.parallel_zap_munmap=0: nothing counted",
+                       _zap_none),
+    "zap-munmap-anon": ("live range, anonymous: zapped by two threads or "
+                        "more", _zap_parallel),
+    "zap-munmap-thp": ("live range, THP: zapped by two threads or more",
+                       _zap_parallel),
+    "zap-munmap-cow": ("live range COW-shared with a child: zapped by two "
+                       "threads or more", _zap_parallel),
+    "zap-munmap-shared": ("live range of a memfd: zapped by two threads or "
+                          "more", _zap_parallel),
+    "zap-munmap-mlock": ("live range mlocked: zapped by two threads or more",
+                         _zap_parallel),
+    "zap-munmap-swap": ("half swapped out: zapped by two threads or more",
+                        _zap_parallel),
+    "zap-munmap-nice-19": ("nice 19: refused", _zap_refused),
+    "zap-munmap-small": ("below the threshold: nothing counted", _zap_none),
 }
 ZAP_FULL_ONLY = {"zap-exit-512m-default", "zap-exit-128m", "zap-rt",
                  "zap-cgroup-cpu-max", "zap-many-3x512m"}

@@ -121,16 +121,19 @@ class Held(unittest.TestCase):
                 self.run_checks(guest.held_sample_checks, log), 1, log)
 
     def test_mm_selftests(self):
-        ok = "".join(f"MMSELFTEST {t} rc=0 pz=1 pzt=2\n"
+        ok = "".join(f"MMSELFTEST {t} rc=0 pz=1 pzt=2 pzm=1 pzmt=2\n"
                      for t in guest.MM_SELFTESTS)
         self.assertEqual(self.run_checks(guest.mm_selftest_checks, ok), 0)
         skipped = ok.replace("MMSELFTEST cow rc=0", "MMSELFTEST cow rc=4")
         missing = ok.replace("MMSELFTEST cow rc=0", "MMSELFTEST other rc=0")
         never = ok.replace("pz=1 pzt=2", "pz=0 pzt=0")
+        no_munmap = ok.replace("pzm=1 pzmt=2", "pzm=0 pzmt=0")
         for log in (skipped, missing):
             self.assertEqual(
                 self.run_checks(guest.mm_selftest_checks, log), 1, log)
         self.assertEqual(self.run_checks(guest.mm_selftest_checks, never), 1)
+        self.assertEqual(
+            self.run_checks(guest.mm_selftest_checks, no_munmap), 1)
 
 
 class ToggleTrace(unittest.TestCase):
@@ -166,9 +169,12 @@ class ZapCases(unittest.TestCase):
         with open(os.path.join(os.path.dirname(__file__), "guest",
                                "free.sh")) as f:
             text = f.read()
-        body = text[text.index("zap_cases() {"):]
-        body = body[:body.index("\n}\n")]
-        self.run = set(re.findall(r"^\trun_zap (\S+)", body, re.M))
+        body = ""
+        for fn in ("zap_cases() {", "zap_munmap_cases() {"):
+            part = text[text.index(fn):]
+            body += part[:part.index("\n}\n")]
+        self.run = set(re.findall(r"^\trun_zap(?:_munmap)? (\S+)", body,
+                                  re.M))
         self.full = set(re.findall(r"^\tfull_case_zap (\S+)", body, re.M))
 
     def test_full_only_cases_agree(self):

@@ -146,6 +146,21 @@ run_zap() {
 	esac
 	counted ZAPCASE zap_counters pz pzt pzs pzr pzb pzn "$@"
 }
+# The same for munmap()'s parallel zap (issue 38): its own two counters
+# in the pz and pzt columns, the four others shared with the exit's.
+zap_munmap_counters() {
+	for k in parallel_zap_munmap parallel_zap_munmap_threads \
+		parallel_zap_serial parallel_zap_refused parallel_zap_busy \
+		parallel_zap_nomem; do
+		printf '%s ' "$(vmstat $k)"
+	done
+}
+run_zap_munmap() {
+	case " $(arg mttest.zap_skip | tr , ' ') " in
+	*" $1 "*) echo "ZAPSKIP $1"; return 0 ;;
+	esac
+	counted ZAPCASE zap_munmap_counters pz pzt pzs pzr pzb pzn "$@"
+}
 
 # munmap() and exit() while other processes hog memory and swap to zram.
 pressure() {
@@ -557,22 +572,50 @@ zap_cases() {
 	# parallel: 3 of them.
 	run_zap zap-lowest-threshold with_sysctl parallel_zap_threshold $PMD_PAGES \
 		free_test loop 24 "$(zmib 64)"
+	zap_munmap_cases
 	echo $DEFAULT_PAGES > $VM/parallel_zap_threshold
 	echo 0 > $VM/parallel_zap
 }
+# munmap() of a live range (issue 38), at ZAP_LOW: free_test live unmaps
+# the middle of a mapping, its ends off PMD boundaries, while a thread on
+# every CPU uses the pages beside both ends and maps, faults and unmaps
+# memory of its own; it checks the neighbours, that the range faults, and
+# the memfd's or the COW child's copy.  Each kind of mapping, THP on and
+# off, pages swapped out; refused for nice 19, nothing counted below the
+# threshold or with vm.parallel_zap_munmap=0.
+zap_munmap_cases() {
+	local m
+	m=$(zmib 512)
+	echo $ZAP_LOW > $VM/parallel_zap_threshold
+	run_zap_munmap zap-munmap-off free_test live anon "$m" 0
+	echo 1 > $VM/parallel_zap_munmap
+	run_zap_munmap zap-munmap-anon free_test live anon "$m" 0
+	run_zap_munmap zap-munmap-thp free_test live anon "$m" 1
+	run_zap_munmap zap-munmap-cow free_test live cow "$m" 0
+	run_zap_munmap zap-munmap-shared free_test live shared "$m" 0
+	run_zap_munmap zap-munmap-mlock free_test live mlock "$m" 0
+	run_zap_munmap zap-munmap-swap free_test swap "$m"
+	run_zap_munmap zap-munmap-nice-19 free_test nice19 live anon "$m" 0
+	run_zap_munmap zap-munmap-small free_test live anon "$(zmib 128)" 0
+	echo 0 > $VM/parallel_zap_munmap
+}
+
 # The upstream mm selftests in /bin/mm (scripts/guest.py's MM_SELFTESTS,
 # built from the kernel tree) with vm.parallel_zap=1 at its lowest
 # threshold, one PMD block's pages, where the smallest chunk is one block
 # too: an exit with at least 512 pages resident over two blocks or more
 # may be zapped in parallel (most of these tests' processes are smaller;
-# pz says how many were).  The parallel free is on at its
-# lowest threshold as well.  One line each:
+# pz says how many were), and so may a munmap() (vm.parallel_zap_munmap=1)
+# whose populated page tables reach two blocks.  The parallel free is on at
+# its lowest threshold as well.  One line each:
 #   MMSELFTEST <name> rc=<exit code> pz=<parallel zaps> pzt=<their threads>
+#     pzm=<munmap()s zapped in parallel> pzmt=<their threads>
 # rc 4 is kselftest's skip.
 mm_selftests() {
 	[ -d /bin/mm ] || { echo "MMSELFTEST none rc=127 pz=0 pzt=0"; return; }
 	echo 32 > $VM/nr_hugepages
 	echo 1 > $VM/parallel_zap
+	echo 1 > $VM/parallel_zap_munmap
 	echo $PMD_PAGES > $VM/parallel_zap_threshold
 	echo 1 > $VM/parallel_free
 	echo $LOWEST > $VM/parallel_free_threshold
@@ -580,6 +623,7 @@ mm_selftests() {
 	# the zap and the free off; mttest.selftests=NAME,... runs only those.
 	if [ "$(arg mttest.selftest_parallel)" = 0 ]; then
 		echo 0 > $VM/parallel_zap
+		echo 0 > $VM/parallel_zap_munmap
 		echo 0 > $VM/parallel_free
 	fi
 	# mttest.selftests_skip=NAME,... leaves those out (scripts/guest.py's
@@ -592,24 +636,30 @@ mm_selftests() {
 		fi
 		case " $mm_skip " in *" ${t##*/} "*) continue ;; esac
 		z0=$(vmstat parallel_zap) t0=$(vmstat parallel_zap_threads)
+		m0=$(vmstat parallel_zap_munmap)
+		n0=$(vmstat parallel_zap_munmap_threads)
 		u0=$(uptime_cs)
 		# In their own directory: ksm_functional_tests executes
 		# ./ksm_functional_tests.
 		(cd /bin/mm && timeout 300 "$t" > /tmp/mmselftest.log 2>&1)
 		rc=$?
 		z1=$(vmstat parallel_zap) t1=$(vmstat parallel_zap_threads)
+		m1=$(vmstat parallel_zap_munmap)
+		n1=$(vmstat parallel_zap_munmap_threads)
 		# A failure's log: its failed subtests (kselftest's "not ok"
 		# lines, wherever they are), then its last 40 lines.
 		[ $rc = 0 ] || { grep '^not ok' /tmp/mmselftest.log; \
 			tail -n 40 /tmp/mmselftest.log; } |
 			sed "s|^|MMSELFTEST-LOG ${t##*/}: |"
-		echo "MMSELFTEST ${t##*/} rc=$rc pz=$((z1 - z0)) pzt=$((t1 - t0))"
+		echo "MMSELFTEST ${t##*/} rc=$rc pz=$((z1 - z0)) pzt=$((t1 - t0))" \
+			"pzm=$((m1 - m0)) pzmt=$((n1 - n0))"
 		echo "CASETIME mm-${t##*/} total_cs=$(($(uptime_cs) - u0)) memfree_cs=0"
 	done
 	rm -f /tmp/mmselftest.log
 	echo 0 > $VM/nr_hugepages
 	echo $DEFAULT_PAGES > $VM/parallel_zap_threshold
 	echo 0 > $VM/parallel_zap
+	echo 0 > $VM/parallel_zap_munmap
 	echo $DEFAULT_PAGES > $VM/parallel_free_threshold
 }
 

@@ -111,6 +111,21 @@
  *                                       munmap(); the child creates
  *                                       /tmp/oom-child-ok once it has all
  *                                       its memory
+ *   free_test live KIND MIB THP         munmap() of MIB from the middle of a
+ *                                       live mapping (KIND anon, shared: a
+ *                                       memfd, cow: COW-shared with a child,
+ *                                       mlock: the range mlocked), its ends
+ *                                       off PMD boundaries, while a thread
+ *                                       on every CPU reads and writes the
+ *                                       pages beside both ends and faults
+ *                                       and unmaps memory of its own; then
+ *                                       checks every neighbouring page, that
+ *                                       the range faults (SIGSEGV), and the
+ *                                       memfd's or the child's copy of it;
+ *                                       the threads sleep 500 µs between
+ *                                       rounds, so that CPUs are idle for
+ *                                       helpers, unless FREE_TEST_BUSY is in
+ *                                       the environment
  *
  * A command may follow scheduling prefixes (busybox-static has no chrt):
  *   rt      SCHED_FIFO, priority 10     idle    SCHED_IDLE
@@ -128,6 +143,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <setjmp.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -1242,6 +1258,215 @@ static void do_swap(size_t bytes)
 	report("swap", bytes, 0, now_us() - t0);
 }
 
+/*
+ * do_live(): the mapping is [map, map + len), the range unmapped
+ * [map + lo, map + lo + bytes); every page of the mapping has at offset 0
+ * its offset in the mapping XOR LIVE_SALT, and the threads write their own
+ * counter at offset 8 of the pages within LIVE_WINDOW pages of either end.
+ */
+#define LIVE_SALT	0x5a5a000000000000ULL
+#define LIVE_WINDOW	64
+static char *live_map;
+static size_t live_lo, live_bytes;
+static long live_threads;
+static int live_busy;
+static volatile int live_stop;
+static volatile int live_bad;
+static sigjmp_buf live_jmp;
+
+static void live_segv(int sig)
+{
+	siglongjmp(live_jmp, 1);
+}
+
+/* Does reading @p fault? */
+static int live_faults(volatile char *p)
+{
+	struct sigaction sa = { .sa_handler = live_segv }, old;
+	int faulted = 0;
+
+	sigaction(SIGSEGV, &sa, &old);
+	if (sigsetjmp(live_jmp, 1))
+		faulted = 1;
+	else
+		(void)*p;
+	sigaction(SIGSEGV, &old, NULL);
+	return faulted;
+}
+
+static int live_page_ok(size_t off)
+{
+	return *(volatile uint64_t *)(live_map + off) == (off ^ LIVE_SALT);
+}
+
+/* Thread @arg of N: its pages of the windows beside both ends. */
+static void *live_worker(void *arg)
+{
+	long t = (long)arg, n = live_threads;
+	size_t ends[2] = { live_lo - LIVE_WINDOW * PAGE, live_lo + live_bytes };
+	uint64_t iter = 0;
+
+	while (!live_stop) {
+		for (int e = 0; e < 2; e++) {
+			for (long i = t; i < LIVE_WINDOW; i += n) {
+				size_t off = ends[e] + i * PAGE;
+				volatile uint64_t *w;
+
+				w = (uint64_t *)(live_map + off + 8);
+				*w = iter;
+				if (*w != iter || !live_page_ok(off))
+					live_bad = 1;
+			}
+		}
+		/* Faults and an unmap of its own, beside the range's. */
+		char *q = mmap(NULL, 64 * PAGE, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (q == MAP_FAILED) {
+			live_bad = 1;
+			break;
+		}
+		for (size_t off = 0; off < 64 * PAGE; off += PAGE)
+			q[off] = 1;
+		munmap(q, 64 * PAGE);
+		iter++;
+		/* Idle CPUs for helpers, unless asked to keep every CPU busy. */
+		if (!live_busy)
+			usleep(500);
+	}
+	return NULL;
+}
+
+static void do_live(const char *kind, size_t bytes, int thp)
+{
+	size_t pmd = PAGE * (PAGE / 8), edge = pmd + 3 * PAGE, len, off;
+	long n = sysconf(_SC_NPROCESSORS_ONLN), i, t0, us, ipis0;
+	int shared = !strcmp(kind, "shared"), fd = -1, ready[2], go[2];
+	pthread_t th[64];
+	pid_t child = 0;
+	char *raw;
+
+	if (!shared && strcmp(kind, "anon") && strcmp(kind, "cow") &&
+	    strcmp(kind, "mlock")) {
+		fprintf(stderr, "free_test: live: no kind %s\n", kind);
+		exit(2);
+	}
+	n = n < 2 ? 2 : n > 64 ? 64 : n;
+	live_threads = n;
+	live_busy = !!getenv("FREE_TEST_BUSY");
+	len = edge + bytes + edge;
+	/* The mapping on a PMD boundary, so that the range's ends are not. */
+	raw = mmap(NULL, len + pmd, PROT_NONE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (raw == MAP_FAILED)
+		die("mmap");
+	live_map = (char *)(((uintptr_t)raw + pmd - 1) & ~(pmd - 1));
+	if (shared) {
+		fd = memfd_create("free_test_live", 0);
+		if (fd < 0 || ftruncate(fd, len))
+			die("memfd");
+		if (mmap(live_map, len, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)
+			die("mmap(memfd)");
+	} else {
+		if (mmap(live_map, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+		    MAP_FAILED)
+			die("mmap");
+		if (madvise(live_map, len, thp ? MADV_HUGEPAGE :
+						 MADV_NOHUGEPAGE))
+			die("madvise");
+	}
+	live_lo = edge;
+	live_bytes = bytes;
+	if (madvise(live_map, len, MADV_POPULATE_WRITE))
+		die("madvise(MADV_POPULATE_WRITE)");
+	for (off = 0; off < len; off += PAGE)
+		*(uint64_t *)(live_map + off) = off ^ LIVE_SALT;
+	if (!strcmp(kind, "mlock") && mlock(live_map + live_lo, bytes))
+		die("mlock");
+	if (!strcmp(kind, "cow")) {
+		child = fork_piped(ready, go);
+		if (!child) {
+			char c = 'r';
+
+			/* Until the parent has unmapped, then check. */
+			if (write(ready[1], &c, 1) != 1)
+				_exit(1);
+			read_all(go[0], &c, 1);
+			for (off = 0; off < len; off += PAGE) {
+				if (!live_page_ok(off)) {
+					fprintf(stderr, "free_test: live: "
+						"child page at %zu wrong\n",
+						off);
+					_exit(1);
+				}
+			}
+			_exit(0);
+		}
+		read_all(ready[0], &(char){0}, 1);
+	}
+	for (i = 0; i < n; i++)
+		if (pthread_create(&th[i], NULL, live_worker, (void *)i))
+			die("pthread_create");
+	usleep(50000);
+	teardown_mark(0);
+	ipis0 = tlb_ipis();
+	t0 = now_us();
+	if (munmap(live_map + live_lo, bytes))
+		die("munmap");
+	us = now_us() - t0;
+	report_tlb("live", bytes, thp, us, ipis0);
+	usleep(50000);
+	live_stop = 1;
+	for (i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	if (live_bad) {
+		fprintf(stderr, "free_test: live: a neighbouring page changed "
+			"while the range was unmapped\n");
+		exit(1);
+	}
+	for (off = 0; off < len; off += PAGE) {
+		if (off >= live_lo && off < live_lo + bytes)
+			continue;
+		if (!live_page_ok(off)) {
+			fprintf(stderr, "free_test: live: page at %zu wrong\n",
+				off);
+			exit(1);
+		}
+	}
+	for (off = live_lo; off < live_lo + bytes; off += bytes / 4) {
+		if (!live_faults(live_map + off)) {
+			fprintf(stderr, "free_test: live: %zu still mapped\n",
+				off);
+			exit(1);
+		}
+	}
+	if (!live_faults(live_map + live_lo + bytes - 1)) {
+		fprintf(stderr, "free_test: live: the range's end mapped\n");
+		exit(1);
+	}
+	if (shared) {
+		for (off = live_lo; off < live_lo + bytes; off += PAGE) {
+			uint64_t v;
+
+			if (pread(fd, &v, sizeof(v), off) != sizeof(v) ||
+			    v != (off ^ LIVE_SALT)) {
+				fprintf(stderr, "free_test: live: memfd page "
+					"at %zu wrong\n", off);
+				exit(1);
+			}
+		}
+		close(fd);
+	}
+	if (child) {
+		if (write(go[1], "g", 1) != 1)
+			die("write");
+		wait_child(child, "live");
+	}
+	munmap(raw, len + pmd);
+}
+
 static void do_many(int nproc, size_t bytes)
 {
 	int ready[2], go[2], status, failed = 0;
@@ -1411,6 +1636,8 @@ int main(int argc, char **argv)
 		do_shared(mib(argv[2]));
 	else if (argc == 3 && !strcmp(argv[1], "swap"))
 		do_swap(mib(argv[2]));
+	else if (argc == 5 && !strcmp(argv[1], "live"))
+		do_live(argv[2], mib(argv[3]), atoi(argv[4]));
 	else if (argc == 4 && !strcmp(argv[1], "many"))
 		do_many(atoi(argv[2]), mib(argv[3]));
 	else if (argc == 4 && !strcmp(argv[1], "loop"))
