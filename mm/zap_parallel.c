@@ -854,6 +854,64 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
 }
 
 #ifdef CONFIG_PARALLEL_ZAP_MUNMAP
+/*
+ * The parallel zap of a munmap() (vm.parallel_zap_munmap): a live mm.
+ * vms_clear_ptes() asks __munmap_zap_parallel() before unmap_region(), for
+ * munmap(), and for mmap(), mremap() and brk() where they unmap.  By then
+ * do_vmi_align_munmap() has write-locked each VMA of the range
+ * (vma_start_write()), moved it from the mm's tree into a side tree on its
+ * stack, indexed by position, and maybe downgraded mmap_lock to read.  So
+ * nothing that finds VMAs through the mm reaches the range while it is
+ * zapped: not a page fault (a per-VMA-lock fault fails to lock a detached
+ * VMA and retries under mmap_lock, which finds none), not another thread's
+ * madvise(), mprotect() or userfaultfd ioctl, not the OOM reaper or
+ * process_mrelease() (both walk the mm's tree).  The plan, the segments and
+ * the helpers' walk read the side tree instead (zap_next_vma(): mt_find()
+ * under RCU; it does not change until the caller frees the VMAs after the
+ * job), each segment with the position of its first VMA.  What can still
+ * reach the range's page tables:
+ * - faults and zaps in neighbouring VMAs, where the range shares a PTE
+ *   table or a PMD table with them at its ends: every thread takes the
+ *   page table locks as unmap_vmas() does, and clears only entries of
+ *   its own chunk's part of a VMA of the range;
+ * - rmap walkers (reclaim, migration, khugepaged's
+ *   retract_page_tables()), which find the detached VMAs through the
+ *   anon_vma and i_mmap trees until free_pgtables() unlinks them, as they
+ *   do during a serial unmap_vmas().  They take the same locks.  One that
+ *   clears an entry either flushes before it drops the page table lock
+ *   or defers the flush with set_tlb_ubc_flush_pending(), which
+ *   zap_pte_range() waits for (flush_tlb_batched_pending()) in every
+ *   thread;
+ * - GUP-fast, which walks without locks: a PTE cleared by any thread is
+ *   rechecked by it after it takes its reference, as with a serial zap,
+ *   and page tables are freed only after the join, by the caller's
+ *   free_pgtables() and gather (tlb_remove_table(): the IPI or RCU sync
+ *   GUP-fast relies on), exactly as unmap_region() frees them;
+ * - mmu notifiers: the caller starts MMU_NOTIFY_UNMAP over the whole
+ *   range before any chunk runs and ends it after the join and its own
+ *   tail, as unmap_vmas() does;
+ * - userfaultfd: markers are dropped (ZAP_FLAG_DROP_MARKER) and
+ *   unmap notifications were queued by the caller before the detach
+ *   (userfaultfd_unmap_prep()), as for a serial munmap().
+ * Each chunk has its own gather, not fullmm: its flush covers the range
+ * it cleared and reaches every CPU that may cache the mm's translations
+ * (mm_cpumask() on x86, a broadcast TLBI by ASID and range on arm64)
+ * before it frees the chunk's pages, as each batch of the serial path
+ * does; page tables are not freed by chunks, so no chunk sets
+ * freed_tables.  The nested upgrade is left out as for an exit: it is for
+ * a zapper that finds an entry another zapper cleared and has not yet
+ * flushed (MADV_DONTNEED racing munmap() in the same range), and no
+ * zapper but the job's threads can find the detached range; the chunks'
+ * ranges are disjoint, and rmap walkers flush as said above.  The
+ * caller's own gather (hugetlb and VM_PFNMAP VMAs after the job, then the
+ * page tables) keeps the upgrade.  The threshold is first the range's
+ * length, then the reach of its populated PMD entries (the plan's count,
+ * entries times PMD_SIZE pages), not its RSS, which the mm does not keep
+ * per range.  The policy, the accounting and the counters are the exit's
+ * (vm.parallel_zap_threshold and _max_helpers are shared), but a live
+ * task's own mm, not an OOM victim: zap_live_allowed().
+ */
+
 /* Enabled while vm.parallel_zap_munmap is 1. */
 DEFINE_STATIC_KEY_FALSE(munmap_zap_parallel_key);
 static int sysctl_parallel_zap_munmap;

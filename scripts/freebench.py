@@ -17,10 +17,13 @@ import benchplot
 MODES = ("off", "by_node", "interleave", "by_node_1h", "zap")
 BENCH_RE = re.compile(r"^BENCH (\S+) FREE (\S+) mib=(\d+) thp=(\d) us=(\d+)$",
                       re.M)
-# Groups: pages, vmas, entries, segs, helpers, threads, zap_ns, tail_ns,
-# helper_ns, caller_cpu_ns (include/trace/events/zap_parallel.h).
+# Groups: pages (None for a munmap()), vmas, entries, segs, helpers,
+# threads, zap_ns, tail_ns, helper_ns, caller_cpu_ns
+# (include/trace/events/zap_parallel.h: exit_mmap_zap_parallel, or
+# munmap_zap_parallel with the range where the exit has its pages).
 ZAPTRACE_RE = re.compile(
-    r"^ZAPTRACE .* exit_mmap_zap_parallel: pages=(\d+) vmas=(\d+) "
+    r"^ZAPTRACE .* (?:exit_mmap_zap_parallel: pages=(\d+)|"
+    r"munmap_zap_parallel: start=0x[0-9a-f]+ end=0x[0-9a-f]+) vmas=(\d+) "
     r"entries=(\d+) segs=(\d+) helpers=(-?\d+) threads=(-?\d+) "
     r"zap_ns=(\d+) tail_ns=(\d+) helper_ns=(\d+) caller_cpu_ns=(\d+)$",
     re.M)

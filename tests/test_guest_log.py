@@ -330,6 +330,21 @@ BENCH zap FREE exit mib=4096 thp=0 us=1100000
             "walk": 407.0, "TLB flush": 0.0, "free": 0.0,
             "page tables": 0.0})
 
+    def test_munmap_zap_trace(self):
+        """munmap()'s tracepoint (the range for the pages) counts as a
+        zap run's, as the exit's does."""
+        log = ("BENCH zap FREE munmap mib=2048 thp=0 us=400000\n"
+               "FREETLB ipis=9\n"
+               "ZAPTRACE free_test-95 [000] ..... 20.1: munmap_zap_parallel: "
+               "start=0x7f0000000000 end=0x7f0080000000 vmas=1 entries=1024 "
+               "segs=64 helpers=1 threads=2 zap_ns=300000000 tail_ns=2000 "
+               "helper_ns=290000000 caller_cpu_ns=295000000\n")
+        _, zaps, _ = freebench.runs(log)
+        self.assertEqual(zaps, {("munmap", 2048): [
+            (400000, 300000000, 2000, 290000000)]})
+        broken = log.replace("start=0x7f0000000000 ", "")
+        self.assertEqual(freebench.runs(broken)[1], {})
+
 
 class CaseTimes(unittest.TestCase):
     def test_totals_and_slowest(self):

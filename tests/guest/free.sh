@@ -676,10 +676,11 @@ swap_on_zram() {
 
 # mttest.free_sizes=MiB,MiB..., mttest.free_modes=mode,mode...,
 # mttest.free_thp=0,1 and mttest.free_what=munmap,exit narrow the benchmark
-# (scripts/guest.py freebench --sizes, --modes, --thp, --what).  Mode zap is exit_mmap()'s parallel zap with
-# the parallel free off; it has no munmap() rows.  Each parallel zap's
-# tracepoint (zap_parallel:exit_mmap_zap_parallel) follows its BENCH line as
-# a ZAPTRACE line.  With mttest.free_phases=1 (freebench --phases; needs
+# (scripts/guest.py freebench --sizes, --modes, --thp, --what).  Mode zap is
+# the parallel zap with the parallel free off: exit_mmap()'s for exits,
+# munmap()'s (vm.parallel_zap_munmap, issue 38) for munmap().  Each parallel
+# zap's tracepoint (zap_parallel:exit_mmap_zap_parallel or
+# munmap_zap_parallel) follows its BENCH line as a ZAPTRACE line.  With mttest.free_phases=1 (freebench --phases; needs
 # CONFIG_FUNCTION_PROFILER, which the benchmark kernel has) every run is
 # profiled by ftrace's function profiler over PROFILE_FUNCS, each
 # function's time with that of what it calls, without time asleep, and
@@ -747,15 +748,16 @@ bench() {
 					by_node) p=1 n=1 ;;
 					interleave) p=1 n=0 ;;
 					by_node_1h) p=1 n=1 h=1 ;;
-					zap) p=0 n=1 z=1
-						[ $what = munmap ] && continue ;;
+					zap) p=0 n=1 z=1 ;;
 					esac
 					echo $p > $VM/parallel_free
 					echo $n > $VM/parallel_free_by_node
 					echo $h > $VM/parallel_free_max_helpers
 					echo $z > $VM/parallel_zap
+					echo $z > $VM/parallel_zap_munmap
 					echo > $tr/trace
 					echo $z > $tr/events/zap_parallel/exit_mmap_zap_parallel/enable
+					echo $z > $tr/events/zap_parallel/munmap_zap_parallel/enable
 					echo 1 > $tlbev
 					[ "$phases" = 1 ] && echo 1 > $tr/function_profile_enabled
 					out=$(free_test $what $mib $thp) || echo "BENCH-FAILED $mode $what $mib"
@@ -763,7 +765,8 @@ bench() {
 					echo 0 > $tlbev
 					echo "BENCH $mode $out"
 					echo 0 > $tr/events/zap_parallel/exit_mmap_zap_parallel/enable
-					grep ' exit_mmap_zap_parallel: ' $tr/trace | sed 's/^/ZAPTRACE /'
+					echo 0 > $tr/events/zap_parallel/munmap_zap_parallel/enable
+					grep -E ' (exit_mmap|munmap)_zap_parallel: ' $tr/trace | sed 's/^/ZAPTRACE /'
 					tlb_counts
 					[ "$phases" = 1 ] && for f in $tr/trace_stat/function*; do
 						sed -n "s/^ *\([a-z_][a-z_]*\) /PROFILE cpu=${f##*function} \1 /p" $f
@@ -775,6 +778,7 @@ bench() {
 	done
 	echo 0 > $VM/parallel_free
 	echo 0 > $VM/parallel_zap
+	echo 0 > $VM/parallel_zap_munmap
 	echo 1 > $VM/parallel_free_by_node
 	echo 4 > $VM/parallel_free_max_helpers
 }
