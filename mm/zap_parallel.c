@@ -232,6 +232,10 @@ static atomic_t zap_parallel_helpers = ATOMIC_INIT(0);
  * @seg_vma: with @side, the position of the first VMA helpers may zap in
  *	each segment (the second half of @seg's page)
  * @cur_vma: while planning, the position in @side of the VMA counted
+ * @one: a madvise()'s one live VMA, in place of a tree (position 0)
+ * @details: with @one, madvise()'s zap_details for its chunks; without,
+ *	chunks zap as unmap_vmas() does (unmap_vma_range())
+ * @live: the mm has users: chunks gather with range flushes, not fullmm
  * @segs_max: segments at most, ZAP_SEGS_MAX, or half with @side
  * @start: the first address to zap (a munmap()'s start; 0 for an exit)
  * @limit: the end of the range to zap (ULONG_MAX for an exit)
@@ -262,6 +266,9 @@ struct zap_job {
 	unsigned long side_end;
 	unsigned long *seg_vma;
 	unsigned long cur_vma;
+	struct vm_area_struct *one;
+	struct zap_details *details;
+	bool live;
 	unsigned long segs_max;
 	unsigned long start;
 	unsigned long limit;
@@ -457,8 +464,9 @@ static void zap_plan_entry(struct zap_job *zj, unsigned long addr)
  */
 static void zap_plan_vma(struct zap_job *zj, struct vm_area_struct *vma)
 {
-	unsigned long addr = ALIGN_DOWN(vma->vm_start, PMD_SIZE);
-	unsigned long end = vma->vm_end;
+	unsigned long addr = ALIGN_DOWN(max(vma->vm_start, zj->start),
+					PMD_SIZE);
+	unsigned long end = min(vma->vm_end, zj->limit);
 	unsigned long next;
 
 	for (; addr < end; addr = next) {
@@ -500,6 +508,12 @@ static struct vm_area_struct *zap_next_vma(const struct zap_job *zj,
 {
 	struct vm_area_struct *vma;
 
+	if (zj->one) {
+		if (*pos)
+			return NULL;
+		*pos = 1;
+		return zj->one;
+	}
 	if (!zj->side) {
 		if (*pos >= hi)
 			return NULL;
@@ -515,7 +529,7 @@ static struct vm_area_struct *zap_next_vma(const struct zap_job *zj,
 static unsigned long zap_first_pos(const struct zap_job *zj,
 				   struct vm_area_struct *first)
 {
-	return zj->side ? 0 : first->vm_start;
+	return zj->side || zj->one ? 0 : first->vm_start;
 }
 
 /*
@@ -541,13 +555,14 @@ static void zap_plan_pass(struct zap_job *zj, struct vm_area_struct *first)
 		/* mt_find() left @pos after the VMA's position. */
 		zj->cur_vma = pos - 1;
 		if (!zj->nr_vmas++ && zj->seg) {
-			zj->seg[0] = ALIGN_DOWN(vma->vm_start, PMD_SIZE);
+			zj->seg[0] = ALIGN_DOWN(max(vma->vm_start, zj->start),
+						PMD_SIZE);
 			if (zj->side)
 				zj->seg_vma[0] = zj->cur_vma;
 			zj->nr_segs = 1;
 		}
 		zap_plan_vma(zj, vma);
-		zj->end = ALIGN(vma->vm_end, PMD_SIZE);
+		zj->end = ALIGN(min(vma->vm_end, zj->limit), PMD_SIZE);
 	}
 }
 
@@ -563,6 +578,8 @@ static unsigned long zap_seg_pos(const struct zap_job *zj,
 	unsigned long pos, prev;
 	struct vm_area_struct *vma;
 
+	if (zj->one)
+		return 0;
 	if (!zj->side)
 		return lo;
 	for (pos = zj->seg_vma[index]; pos; pos--) {
@@ -606,7 +623,7 @@ static int zap_parallel_chunk(unsigned long start, unsigned long end,
 	zap_test_chunk_start(zj);
 	zap_segs_range(zj, start, end, &lo, &hi);
 	/* A live mm's chunk flushes its own range (top of this file). */
-	if (zj->side)
+	if (zj->live)
 		tlb_gather_mmu(&tlb, zj->mm);
 	else
 		tlb_gather_mmu_fullmm(&tlb, zj->mm);
@@ -617,7 +634,11 @@ static int zap_parallel_chunk(unsigned long start, unsigned long end,
 	while ((vma = zap_next_vma(zj, &pos, hi))) {
 		from = max3(lo, vma->vm_start, zj->start);
 		to = min3(hi, vma->vm_end, zj->limit);
-		if (zap_parallel_vma_ok(vma) && from < to)
+		if (!zap_parallel_vma_ok(vma) || from >= to)
+			continue;
+		if (zj->details)
+			zap_vma_range_chunk(&tlb, vma, from, to, zj->details);
+		else
 			unmap_vma_range(&tlb, vma, from, to);
 	}
 	tlb_finish_mmu(&tlb);
@@ -684,8 +705,10 @@ static bool zap_parallel_by_node(const struct zap_job *zj,
 /*
  * Plans the job over the VMAs of @unmap that helpers may zap and runs it,
  * then zaps with @tlb, in address order, the VMAs they may not, all inside
- * one mmu notifier range over @unmap's, as unmap_vmas() would.  @zj has its
- * mm, caller, tree and range set.  Returns false, having zapped nothing,
+ * one mmu notifier range over @unmap's, as unmap_vmas() would; without
+ * @unmap, over @zj->one's range [@zj->start, @zj->limit), which helpers may
+ * zap, inside an MMU_NOTIFY_CLEAR range, as zap_vma_range_batched() would.
+ * @zj has its mm, caller, tree or VMA and range set.  Returns false, having zapped nothing,
  * when the reach of the populated entries is below @min_pages (uncounted),
  * or, counted in vmstat, when the plan has fewer than two segments, its
  * table cannot be allocated or no helper can be reserved.
@@ -704,6 +727,7 @@ static bool zap_parallel_run(struct zap_job *zj, struct mmu_gather *tlb,
 	};
 	unsigned long threshold = READ_ONCE(sysctl_parallel_zap_threshold);
 	struct mmu_notifier_range range;
+	struct vm_area_struct *first = unmap ? unmap->first : zj->one;
 	struct mtjob_report report = {};
 	unsigned long min_chunk, segs;
 	struct vm_area_struct *vma;
@@ -711,7 +735,7 @@ static bool zap_parallel_run(struct zap_job *zj, struct mmu_gather *tlb,
 	int ret;
 
 	/* Count first: segments of equal entries, as many as fit a page. */
-	zap_plan_pass(zj, unmap->first);
+	zap_plan_pass(zj, first);
 	if (zj->entries * (PMD_SIZE >> PAGE_SHIFT) < min_pages)
 		return false;
 	min_chunk = zap_parallel_min_chunk(threshold);
@@ -733,7 +757,7 @@ static bool zap_parallel_run(struct zap_job *zj, struct mmu_gather *tlb,
 		zj->seg_vma = zj->seg + zj->segs_max;
 	}
 	zj->target = max(min_chunk, DIV_ROUND_UP(zj->entries, zj->segs_max));
-	zap_plan_pass(zj, unmap->first);
+	zap_plan_pass(zj, first);
 	if (zj->nr_segs < 2) {
 		count_vm_event(PARALLEL_ZAP_SERIAL);
 		kfree(zj->seg);
@@ -746,7 +770,7 @@ static bool zap_parallel_run(struct zap_job *zj, struct mmu_gather *tlb,
 		kfree(zj->seg);
 		return false;
 	}
-	if (zap_parallel_by_node(zj, unmap->first)) {
+	if (zap_parallel_by_node(zj, first)) {
 		job.affinity = MTJOB_AFFINITY_BY_INDEX;
 		job.node_of = zap_parallel_node_of;
 	} else {
@@ -755,8 +779,12 @@ static bool zap_parallel_run(struct zap_job *zj, struct mmu_gather *tlb,
 	job.size = zj->nr_segs;
 	job.max_threads = zj->helpers + 1;
 
-	mmu_notifier_range_init(&range, MMU_NOTIFY_UNMAP, 0, zj->mm,
-				unmap->vma_start, unmap->vma_end);
+	if (unmap)
+		mmu_notifier_range_init(&range, MMU_NOTIFY_UNMAP, 0, zj->mm,
+					unmap->vma_start, unmap->vma_end);
+	else
+		mmu_notifier_range_init(&range, MMU_NOTIFY_CLEAR, 0, zj->mm,
+					zj->start, zj->limit);
 	mmu_notifier_invalidate_range_start(&range);
 	start_ns = local_clock();
 	ret = mtjob_run_report(&job, &report);
@@ -771,14 +799,13 @@ static bool zap_parallel_run(struct zap_job *zj, struct mmu_gather *tlb,
 	zj->threads = report.nr_threads;
 
 	/* What stays on the caller, in address order, as unmap_vmas(). */
-	vma = unmap->first;
-	do {
+	for (vma = first; unmap && vma;
+	     vma = mas_find(unmap->mas, unmap->tree_end - 1)) {
 		if (!zap_parallel_vma_ok(vma))
 			unmap_vma_range(tlb, vma,
 					max(vma->vm_start, unmap->vma_start),
 					min(vma->vm_end, unmap->vma_end));
-		vma = mas_find(unmap->mas, unmap->tree_end - 1);
-	} while (vma);
+	}
 	mmu_notifier_invalidate_range_end(&range);
 	zj->tail_ns = local_clock() - start_ns - zj->job_ns;
 	kfree(zj->seg);
@@ -853,9 +880,9 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
 	return true;
 }
 
-#ifdef CONFIG_PARALLEL_ZAP_MUNMAP
+#ifdef CONFIG_PARALLEL_ZAP_LIVE
 /*
- * The parallel zap of a munmap() (vm.parallel_zap_munmap): a live mm.
+ * The parallel zap of a munmap() (vm.parallel_zap_live): a live mm.
  * vms_clear_ptes() asks __munmap_zap_parallel() before unmap_region(), for
  * munmap(), and for mmap(), mremap() and brk() where they unmap.  By then
  * do_vmi_align_munmap() has write-locked each VMA of the range
@@ -910,11 +937,31 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
  * per range.  The policy, the accounting and the counters are the exit's
  * (vm.parallel_zap_threshold and _max_helpers are shared), but a live
  * task's own mm, not an OOM victim: zap_live_allowed().
+ *
+ * MADV_DONTNEED and MADV_DONTNEED_LOCKED share the walk: their
+ * zap_vma_range_batched() is __zap_vma_range() over a range of one live
+ * VMA, which __madvise_zap_parallel() cuts and shares out as above, each
+ * chunk calling the same walk with madvise()'s zap_details
+ * (zap_vma_range_chunk(); reclaim_pt frees a PTE table that became empty in
+ * the chunk's own gather, with freed_tables set: a PTE table is in one
+ * chunk only).  The VMA stays in the mm: faults may refill the range behind
+ * any thread, as behind a serial zap, and the caller's VMA or mmap read lock
+ * keeps the VMA for the job.  Other zappers can find the range (another
+ * thread's MADV_DONTNEED, MADV_FREE or reclaim), which is what the nested
+ * upgrade is for: a zapper that skipped an entry another cleared must not
+ * return before that entry is flushed.  The chunks leave it out, as above,
+ * since they are each other's nested gathers; madvise()'s own gather, open
+ * across the job, keeps it: when madvise() ends it, after the join, any
+ * other zapper still under way makes it flush the whole mm, as a serial
+ * madvise() would.  MADV_FREE walks with walk_page_range() and its own PTE
+ * callback (it marks folios lazyfree and frees nothing), and MADV_REMOVE
+ * (like fallocate(PUNCH_HOLE)) zaps every mm that maps the file through
+ * unmap_mapping_range() before it truncates: neither is this walk.
  */
 
-/* Enabled while vm.parallel_zap_munmap is 1. */
-DEFINE_STATIC_KEY_FALSE(munmap_zap_parallel_key);
-static int sysctl_parallel_zap_munmap;
+/* Enabled while vm.parallel_zap_live is 1. */
+DEFINE_STATIC_KEY_FALSE(live_zap_parallel_key);
+static int sysctl_parallel_zap_live;
 
 /* Is @mm the calling task's own, and may kworkers do its work? */
 static bool zap_live_allowed(struct mm_struct *mm)
@@ -933,7 +980,7 @@ static bool zap_live_allowed(struct mm_struct *mm)
  *	the floor and ceiling of the page tables to free
  *
  * Called where vms_clear_ptes() calls unmap_region(), with
- * vm.parallel_zap_munmap set, under mmap_lock (for reading once
+ * vm.parallel_zap_live set, under mmap_lock (for reading once
  * do_vmi_align_munmap() has downgraded it, for writing otherwise).  When
  * the task and the range qualify (top of this file), does all that
  * unmap_region() does: zaps every VMA, those helpers may zap with an mtjob
@@ -952,6 +999,7 @@ bool __munmap_zap_parallel(struct unmap_desc *unmap)
 		.caller		= current,
 		.side		= unmap->mas->tree,
 		.side_end	= unmap->tree_end,
+		.live		= true,
 		.start		= unmap->vma_start,
 		.limit		= unmap->vma_end,
 		.helper_ns	= ATOMIC64_INIT(0),
@@ -982,7 +1030,7 @@ bool __munmap_zap_parallel(struct unmap_desc *unmap)
 	mas_set(unmap->mas, unmap->tree_reset);
 	free_pgtables(&tlb, unmap);
 	tlb_finish_mmu(&tlb);
-	trace_munmap_zap_parallel(unmap->vma_start, unmap->vma_end,
+	trace_live_zap_parallel(0, unmap->vma_start, unmap->vma_end,
 				  zj.nr_vmas, zj.entries, zj.nr_segs,
 				  zj.helpers, zj.threads, zj.job_ns,
 				  zj.tail_ns, atomic64_read(&zj.helper_ns),
@@ -992,7 +1040,66 @@ bool __munmap_zap_parallel(struct unmap_desc *unmap)
 	return true;
 }
 
-static int zap_parallel_munmap_sysctl(const struct ctl_table *table,
+/**
+ * __madvise_zap_parallel - zap a range of one VMA for madvise(), with helpers
+ * @tlb: madvise()'s gather, which stays open until the call returns
+ * @vma: the VMA, read-locked or under mmap_read_lock()
+ * @start: the first address to zap, in @vma
+ * @end: the end of the range, in @vma
+ * @details: madvise()'s zap_details (MADV_DONTNEED: reclaim_pt)
+ * @behavior: MADV_DONTNEED or MADV_DONTNEED_LOCKED, for the tracepoint
+ *
+ * Called where madvise_dontneed_single_vma() calls
+ * zap_vma_range_batched(), with vm.parallel_zap_live set.  When the task
+ * and the range qualify (as a munmap(), above), zaps [@start, @end) with an
+ * mtjob of kworker helpers and the calling task, each chunk with a gather
+ * of its own, inside one MMU_NOTIFY_CLEAR range.
+ *
+ * Return: true if it did, false if it did nothing and
+ * zap_vma_range_batched() is to run.
+ */
+bool __madvise_zap_parallel(struct mmu_gather *tlb, struct vm_area_struct *vma,
+			    unsigned long start, unsigned long end,
+			    struct zap_details *details, int behavior)
+{
+	struct mm_struct *mm = vma->vm_mm;
+	struct zap_job zj = {
+		.mm		= mm,
+		.caller		= current,
+		.one		= vma,
+		.details	= details,
+		.live		= true,
+		.start		= start,
+		.limit		= end,
+		.helper_ns	= ATOMIC64_INIT(0),
+		.write_bytes	= ATOMIC64_INIT(0),
+		.nr_dirtied	= ATOMIC_INIT(0),
+	};
+	unsigned long threshold = READ_ONCE(sysctl_parallel_zap_threshold);
+
+	if ((end - start) >> PAGE_SHIFT < threshold || !zap_parallel_vma_ok(vma))
+		return false;
+	if (!mtjob_may_use_helpers(GFP_NOWAIT) || !zap_live_allowed(mm)) {
+		count_vm_event(PARALLEL_ZAP_REFUSED);
+		return false;
+	}
+	if (!sched_offload_idle_cpus(current, 1)) {
+		count_vm_event(PARALLEL_ZAP_BUSY);
+		return false;
+	}
+	update_hiwater_rss(mm);
+	if (!zap_parallel_run(&zj, tlb, NULL, threshold, "madvise"))
+		return false;
+	trace_live_zap_parallel(behavior, start, end, 1, zj.entries,
+				zj.nr_segs, zj.helpers, zj.threads, zj.job_ns,
+				zj.tail_ns, atomic64_read(&zj.helper_ns),
+				zj.caller_ns);
+	zap_parallel_count(&zj, PARALLEL_ZAP_DONTNEED,
+			   PARALLEL_ZAP_DONTNEED_THREADS);
+	return true;
+}
+
+static int zap_parallel_live_sysctl(const struct ctl_table *table,
 				      int write, void *buffer, size_t *lenp,
 				      loff_t *ppos)
 {
@@ -1001,15 +1108,15 @@ static int zap_parallel_munmap_sysctl(const struct ctl_table *table,
 	mutex_lock(&zap_parallel_lock);
 	ret = proc_dointvec_minmax(table, write, buffer, lenp, ppos);
 	if (!ret && write) {
-		if (sysctl_parallel_zap_munmap)
-			static_branch_enable(&munmap_zap_parallel_key);
+		if (sysctl_parallel_zap_live)
+			static_branch_enable(&live_zap_parallel_key);
 		else
-			static_branch_disable(&munmap_zap_parallel_key);
+			static_branch_disable(&live_zap_parallel_key);
 	}
 	mutex_unlock(&zap_parallel_lock);
 	return ret;
 }
-#endif /* CONFIG_PARALLEL_ZAP_MUNMAP */
+#endif /* CONFIG_PARALLEL_ZAP_LIVE */
 
 static int zap_parallel_sysctl(const struct ctl_table *table, int write,
 			       void *buffer, size_t *lenp, loff_t *ppos)
@@ -1042,13 +1149,13 @@ static const struct ctl_table zap_parallel_table[] = {
 		.extra1		= SYSCTL_ZERO,
 		.extra2		= SYSCTL_ONE,
 	},
-#ifdef CONFIG_PARALLEL_ZAP_MUNMAP
+#ifdef CONFIG_PARALLEL_ZAP_LIVE
 	{
-		.procname	= "parallel_zap_munmap",
-		.data		= &sysctl_parallel_zap_munmap,
+		.procname	= "parallel_zap_live",
+		.data		= &sysctl_parallel_zap_live,
 		.maxlen		= sizeof(int),
 		.mode		= 0644,
-		.proc_handler	= zap_parallel_munmap_sysctl,
+		.proc_handler	= zap_parallel_live_sysctl,
 		.extra1		= SYSCTL_ZERO,
 		.extra2		= SYSCTL_ONE,
 	},

@@ -20,10 +20,11 @@ BENCH_RE = re.compile(r"^BENCH (\S+) FREE (\S+) mib=(\d+) thp=(\d) us=(\d+)$",
 # Groups: pages (None for a munmap()), vmas, entries, segs, helpers,
 # threads, zap_ns, tail_ns, helper_ns, caller_cpu_ns
 # (include/trace/events/zap_parallel.h: exit_mmap_zap_parallel, or
-# munmap_zap_parallel with the range where the exit has its pages).
+# live_zap_parallel with the range where the exit has its pages).
 ZAPTRACE_RE = re.compile(
     r"^ZAPTRACE .* (?:exit_mmap_zap_parallel: pages=(\d+)|"
-    r"munmap_zap_parallel: start=0x[0-9a-f]+ end=0x[0-9a-f]+) vmas=(\d+) "
+    r"live_zap_parallel: madvise=\d+ start=0x[0-9a-f]+ end=0x[0-9a-f]+) "
+    r"vmas=(\d+) "
     r"entries=(\d+) segs=(\d+) helpers=(-?\d+) threads=(-?\d+) "
     r"zap_ns=(\d+) tail_ns=(\d+) helper_ns=(\d+) caller_cpu_ns=(\d+)$",
     re.M)
@@ -71,7 +72,8 @@ def phases(fns):
 
 
 def label(what, thp):
-    """A row's teardown label: munmap or exit, with " THP" if THP was on."""
+    """A row's teardown label: munmap, exit or dontneed, with " THP" if THP
+    was on."""
     return what + (" THP" if thp == "1" else "")
 
 

@@ -1052,7 +1052,7 @@ ZAP_CASES = {
                              and pz + pzs + pzb >= 3),
     # munmap()'s parallel zap (issue 38): pz and pzt are its own counters,
     # parallel_zap_munmap and _threads (free.sh's zap_munmap_counters).
-    "zap-munmap-off": ("vm.parallel_zap_munmap=0: nothing counted",
+    "zap-munmap-off": ("vm.parallel_zap_live=0: nothing counted",
                        _zap_none),
     "zap-munmap-anon": ("live range, anonymous: zapped by two threads or "
                         "more", _zap_parallel),
@@ -1068,6 +1068,17 @@ ZAP_CASES = {
                         _zap_parallel),
     "zap-munmap-nice-19": ("nice 19: refused", _zap_refused),
     "zap-munmap-small": ("below the threshold: nothing counted", _zap_none),
+    # MADV_DONTNEED's: pz and pzt are parallel_zap_dontneed and _threads.
+    "zap-dontneed-anon": ("MADV_DONTNEED, anonymous: zapped by two threads "
+                          "or more", _zap_parallel),
+    "zap-dontneed-thp": ("MADV_DONTNEED, THP: zapped by two threads or more",
+                         _zap_parallel),
+    "zap-dontneed-cow": ("MADV_DONTNEED, COW-shared: zapped by two threads "
+                         "or more", _zap_parallel),
+    "zap-dontneed-shared": ("MADV_DONTNEED of a memfd: zapped by two "
+                            "threads or more", _zap_parallel),
+    "zap-dontneed-locked": ("MADV_DONTNEED_LOCKED, mlocked: zapped by two "
+                            "threads or more", _zap_parallel),
 }
 ZAP_FULL_ONLY = {"zap-exit-512m-default", "zap-exit-128m", "zap-rt",
                  "zap-cgroup-cpu-max", "zap-many-3x512m"}
@@ -1551,8 +1562,8 @@ def cmd_freetest(args):
 
 
 def cmd_freebench(args):
-    """munmap()/exit() time: parallel freeing off, by node, interleaved, one
-    helper, and exit_mmap()'s parallel zap."""
+    """munmap()/exit()/MADV_DONTNEED time: parallel freeing off, by node,
+    interleaved, one helper, and the parallel zap."""
     benchplot.pyplot()          # before the boot, not after it
     extra = f"mttest.free=bench mttest.free_reps={args.repeat}"
     if args.sizes:
@@ -1562,6 +1573,10 @@ def cmd_freebench(args):
     if args.thp:
         extra += f" mttest.free_thp={args.thp}"
     if args.what:
+        bad = set(args.what.split(",")) - {"munmap", "exit", "dontneed"}
+        if bad:
+            die(f"--what: {','.join(sorted(bad))}: not munmap, exit or "
+                "dontneed")
         extra += f" mttest.free_what={args.what}"
     if args.phases:
         extra += " mttest.free_phases=1"
@@ -1614,8 +1629,9 @@ def main():
                     "all but zap)")
     ap.add_argument("--thp", default="", help="freebench: 0 (THP off), 1 "
                     "(on) or 0,1 (default 0)")
-    ap.add_argument("--what", default="", help="freebench: munmap, exit or "
-                    "munmap,exit (default both)")
+    ap.add_argument("--what", default="", help="freebench: munmap, exit, "
+                    "dontneed (madvise(MADV_DONTNEED) of the whole mapping), "
+                    "comma-separated (default munmap,exit)")
     ap.add_argument("--phases", action="store_true", help="freebench: "
                     "profile every run (ftrace's function profiler; the "
                     "benchmark kernel has it) and print the time of the "

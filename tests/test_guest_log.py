@@ -173,8 +173,8 @@ class ZapCases(unittest.TestCase):
         for fn in ("zap_cases() {", "zap_munmap_cases() {"):
             part = text[text.index(fn):]
             body += part[:part.index("\n}\n")]
-        self.run = set(re.findall(r"^\trun_zap(?:_munmap)? (\S+)", body,
-                                  re.M))
+        self.run = set(re.findall(r"^\trun_zap(?:_munmap|_dontneed)? (\S+)",
+                                  body, re.M))
         self.full = set(re.findall(r"^\tfull_case_zap (\S+)", body, re.M))
 
     def test_full_only_cases_agree(self):
@@ -335,8 +335,8 @@ BENCH zap FREE exit mib=4096 thp=0 us=1100000
         zap run's, as the exit's does."""
         log = ("BENCH zap FREE munmap mib=2048 thp=0 us=400000\n"
                "FREETLB ipis=9\n"
-               "ZAPTRACE free_test-95 [000] ..... 20.1: munmap_zap_parallel: "
-               "start=0x7f0000000000 end=0x7f0080000000 vmas=1 entries=1024 "
+               "ZAPTRACE free_test-95 [000] ..... 20.1: live_zap_parallel: "
+               "madvise=0 start=0x7f0000000000 end=0x7f0080000000 vmas=1 entries=1024 "
                "segs=64 helpers=1 threads=2 zap_ns=300000000 tail_ns=2000 "
                "helper_ns=290000000 caller_cpu_ns=295000000\n")
         _, zaps, _ = freebench.runs(log)

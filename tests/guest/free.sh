@@ -146,20 +146,28 @@ run_zap() {
 	esac
 	counted ZAPCASE zap_counters pz pzt pzs pzr pzb pzn "$@"
 }
-# The same for munmap()'s parallel zap (issue 38): its own two counters
-# in the pz and pzt columns, the four others shared with the exit's.
-zap_munmap_counters() {
-	for k in parallel_zap_munmap parallel_zap_munmap_threads \
-		parallel_zap_serial parallel_zap_refused parallel_zap_busy \
-		parallel_zap_nomem; do
+# The same for the zap of a live mm (issue 38): munmap()'s or
+# MADV_DONTNEED's two counters in the pz and pzt columns, the four others
+# shared with the exit's.
+live_counters() {
+	for k in parallel_zap_$1 parallel_zap_$1_threads parallel_zap_serial \
+		parallel_zap_refused parallel_zap_busy parallel_zap_nomem; do
 		printf '%s ' "$(vmstat $k)"
 	done
 }
+zap_munmap_counters() { live_counters munmap; }
+zap_dontneed_counters() { live_counters dontneed; }
 run_zap_munmap() {
 	case " $(arg mttest.zap_skip | tr , ' ') " in
 	*" $1 "*) echo "ZAPSKIP $1"; return 0 ;;
 	esac
 	counted ZAPCASE zap_munmap_counters pz pzt pzs pzr pzb pzn "$@"
+}
+run_zap_dontneed() {
+	case " $(arg mttest.zap_skip | tr , ' ') " in
+	*" $1 "*) echo "ZAPSKIP $1"; return 0 ;;
+	esac
+	counted ZAPCASE zap_dontneed_counters pz pzt pzs pzr pzb pzn "$@"
 }
 
 # munmap() and exit() while other processes hog memory and swap to zram.
@@ -576,19 +584,20 @@ zap_cases() {
 	echo $DEFAULT_PAGES > $VM/parallel_zap_threshold
 	echo 0 > $VM/parallel_zap
 }
-# munmap() of a live range (issue 38), at ZAP_LOW: free_test live unmaps
+# munmap() and MADV_DONTNEED of a live range (issue 38), at ZAP_LOW:
+# free_test live unmaps
 # the middle of a mapping, its ends off PMD boundaries, while a thread on
 # every CPU uses the pages beside both ends and maps, faults and unmaps
 # memory of its own; it checks the neighbours, that the range faults, and
 # the memfd's or the COW child's copy.  Each kind of mapping, THP on and
 # off, pages swapped out; refused for nice 19, nothing counted below the
-# threshold or with vm.parallel_zap_munmap=0.
+# threshold or with vm.parallel_zap_live=0.
 zap_munmap_cases() {
 	local m
 	m=$(zmib 512)
 	echo $ZAP_LOW > $VM/parallel_zap_threshold
 	run_zap_munmap zap-munmap-off free_test live anon "$m" 0
-	echo 1 > $VM/parallel_zap_munmap
+	echo 1 > $VM/parallel_zap_live
 	run_zap_munmap zap-munmap-anon free_test live anon "$m" 0
 	run_zap_munmap zap-munmap-thp free_test live anon "$m" 1
 	run_zap_munmap zap-munmap-cow free_test live cow "$m" 0
@@ -597,7 +606,16 @@ zap_munmap_cases() {
 	run_zap_munmap zap-munmap-swap free_test swap "$m"
 	run_zap_munmap zap-munmap-nice-19 free_test nice19 live anon "$m" 0
 	run_zap_munmap zap-munmap-small free_test live anon "$(zmib 128)" 0
-	echo 0 > $VM/parallel_zap_munmap
+	# MADV_DONTNEED(_LOCKED) of the same ranges, the mapping left: the
+	# range reads zero after (the memfd's data for shared).
+	run_zap_dontneed zap-dontneed-anon free_test live anon "$m" 0 dontneed
+	run_zap_dontneed zap-dontneed-thp free_test live anon "$m" 1 dontneed
+	run_zap_dontneed zap-dontneed-cow free_test live cow "$m" 0 dontneed
+	run_zap_dontneed zap-dontneed-shared \
+		free_test live shared "$m" 0 dontneed
+	run_zap_dontneed zap-dontneed-locked \
+		free_test live mlock "$m" 0 dontneed
+	echo 0 > $VM/parallel_zap_live
 }
 
 # The upstream mm selftests in /bin/mm (scripts/guest.py's MM_SELFTESTS,
@@ -605,7 +623,7 @@ zap_munmap_cases() {
 # threshold, one PMD block's pages, where the smallest chunk is one block
 # too: an exit with at least 512 pages resident over two blocks or more
 # may be zapped in parallel (most of these tests' processes are smaller;
-# pz says how many were), and so may a munmap() (vm.parallel_zap_munmap=1)
+# pz says how many were), and so may a munmap() (vm.parallel_zap_live=1)
 # whose populated page tables reach two blocks.  The parallel free is on at
 # its lowest threshold as well.  One line each:
 #   MMSELFTEST <name> rc=<exit code> pz=<parallel zaps> pzt=<their threads>
@@ -615,7 +633,7 @@ mm_selftests() {
 	[ -d /bin/mm ] || { echo "MMSELFTEST none rc=127 pz=0 pzt=0"; return; }
 	echo 32 > $VM/nr_hugepages
 	echo 1 > $VM/parallel_zap
-	echo 1 > $VM/parallel_zap_munmap
+	echo 1 > $VM/parallel_zap_live
 	echo $PMD_PAGES > $VM/parallel_zap_threshold
 	echo 1 > $VM/parallel_free
 	echo $LOWEST > $VM/parallel_free_threshold
@@ -623,7 +641,7 @@ mm_selftests() {
 	# the zap and the free off; mttest.selftests=NAME,... runs only those.
 	if [ "$(arg mttest.selftest_parallel)" = 0 ]; then
 		echo 0 > $VM/parallel_zap
-		echo 0 > $VM/parallel_zap_munmap
+		echo 0 > $VM/parallel_zap_live
 		echo 0 > $VM/parallel_free
 	fi
 	# mttest.selftests_skip=NAME,... leaves those out (scripts/guest.py's
@@ -659,7 +677,7 @@ mm_selftests() {
 	echo 0 > $VM/nr_hugepages
 	echo $DEFAULT_PAGES > $VM/parallel_zap_threshold
 	echo 0 > $VM/parallel_zap
-	echo 0 > $VM/parallel_zap_munmap
+	echo 0 > $VM/parallel_zap_live
 	echo $DEFAULT_PAGES > $VM/parallel_free_threshold
 }
 
@@ -678,9 +696,10 @@ swap_on_zram() {
 # mttest.free_thp=0,1 and mttest.free_what=munmap,exit narrow the benchmark
 # (scripts/guest.py freebench --sizes, --modes, --thp, --what).  Mode zap is
 # the parallel zap with the parallel free off: exit_mmap()'s for exits,
-# munmap()'s (vm.parallel_zap_munmap, issue 38) for munmap().  Each parallel
+# munmap()'s (vm.parallel_zap_live, issue 38) for munmap().  Each parallel
 # zap's tracepoint (zap_parallel:exit_mmap_zap_parallel or
-# munmap_zap_parallel) follows its BENCH line as a ZAPTRACE line.  With mttest.free_phases=1 (freebench --phases; needs
+# live_zap_parallel) follows its BENCH line as a ZAPTRACE line.  With
+# mttest.free_phases=1 (freebench --phases; needs
 # CONFIG_FUNCTION_PROFILER, which the benchmark kernel has) every run is
 # profiled by ftrace's function profiler over PROFILE_FUNCS, each
 # function's time with that of what it calls, without time asleep, and
@@ -754,10 +773,10 @@ bench() {
 					echo $n > $VM/parallel_free_by_node
 					echo $h > $VM/parallel_free_max_helpers
 					echo $z > $VM/parallel_zap
-					echo $z > $VM/parallel_zap_munmap
+					echo $z > $VM/parallel_zap_live
 					echo > $tr/trace
 					echo $z > $tr/events/zap_parallel/exit_mmap_zap_parallel/enable
-					echo $z > $tr/events/zap_parallel/munmap_zap_parallel/enable
+					echo $z > $tr/events/zap_parallel/live_zap_parallel/enable
 					echo 1 > $tlbev
 					[ "$phases" = 1 ] && echo 1 > $tr/function_profile_enabled
 					out=$(free_test $what $mib $thp) || echo "BENCH-FAILED $mode $what $mib"
@@ -765,8 +784,8 @@ bench() {
 					echo 0 > $tlbev
 					echo "BENCH $mode $out"
 					echo 0 > $tr/events/zap_parallel/exit_mmap_zap_parallel/enable
-					echo 0 > $tr/events/zap_parallel/munmap_zap_parallel/enable
-					grep -E ' (exit_mmap|munmap)_zap_parallel: ' $tr/trace | sed 's/^/ZAPTRACE /'
+					echo 0 > $tr/events/zap_parallel/live_zap_parallel/enable
+					grep -E ' (exit_mmap|live)_zap_parallel: ' $tr/trace | sed 's/^/ZAPTRACE /'
 					tlb_counts
 					[ "$phases" = 1 ] && for f in $tr/trace_stat/function*; do
 						sed -n "s/^ *\([a-z_][a-z_]*\) /PROFILE cpu=${f##*function} \1 /p" $f
@@ -778,7 +797,7 @@ bench() {
 	done
 	echo 0 > $VM/parallel_free
 	echo 0 > $VM/parallel_zap
-	echo 0 > $VM/parallel_zap_munmap
+	echo 0 > $VM/parallel_zap_live
 	echo 1 > $VM/parallel_free_by_node
 	echo 4 > $VM/parallel_free_max_helpers
 }

@@ -111,7 +111,9 @@
  *                                       munmap(); the child creates
  *                                       /tmp/oom-child-ok once it has all
  *                                       its memory
- *   free_test live KIND MIB THP         munmap() of MIB from the middle of a
+ *   free_test dontneed MIB THP          the same with madvise(MADV_DONTNEED)
+ *   free_test live KIND MIB THP [dontneed]
+ *                                       munmap() of MIB from the middle of a
  *                                       live mapping (KIND anon, shared: a
  *                                       memfd, cow: COW-shared with a child,
  *                                       mlock: the range mlocked), its ends
@@ -125,7 +127,11 @@
  *                                       the threads sleep 500 µs between
  *                                       rounds, so that CPUs are idle for
  *                                       helpers, unless FREE_TEST_BUSY is in
- *                                       the environment
+ *                                       the environment.  With dontneed,
+ *                                       madvise(MADV_DONTNEED) instead
+ *                                       (MADV_DONTNEED_LOCKED for mlock):
+ *                                       then the range reads zero (the
+ *                                       memfd's data for shared)
  *
  * A command may follow scheduling prefixes (busybox-static has no chrt):
  *   rt      SCHED_FIFO, priority 10     idle    SCHED_IDLE
@@ -992,6 +998,23 @@ static void do_munmap(size_t bytes, int thp)
 	report_tlb("munmap", bytes, thp, now_us() - t0, ipis0);
 }
 
+/* The same with madvise(MADV_DONTNEED), the mapping left in place. */
+static void do_dontneed(size_t bytes, int thp)
+{
+	char *p = map_touch(bytes, thp);
+	long t0, ipis0;
+
+	teardown_mark(0);
+	ipis0 = tlb_ipis();
+	t0 = now_us();
+	if (madvise(p, bytes, MADV_DONTNEED))
+		die("madvise(MADV_DONTNEED)");
+	report_tlb("dontneed", bytes, thp, now_us() - t0, ipis0);
+	if (*(volatile uint64_t *)(p + bytes / 2))
+		die("MADV_DONTNEED left data");
+	munmap(p, bytes);
+}
+
 static char *spread_mem;
 static size_t spread_part;
 
@@ -1337,7 +1360,7 @@ static void *live_worker(void *arg)
 	return NULL;
 }
 
-static void do_live(const char *kind, size_t bytes, int thp)
+static void do_live(const char *kind, size_t bytes, int thp, int dontneed)
 {
 	size_t pmd = PAGE * (PAGE / 8), edge = pmd + 3 * PAGE, len, off;
 	long n = sysconf(_SC_NPROCESSORS_ONLN), i, t0, us, ipis0;
@@ -1413,10 +1436,16 @@ static void do_live(const char *kind, size_t bytes, int thp)
 	teardown_mark(0);
 	ipis0 = tlb_ipis();
 	t0 = now_us();
-	if (munmap(live_map + live_lo, bytes))
-		die("munmap");
+	if (!dontneed) {
+		if (munmap(live_map + live_lo, bytes))
+			die("munmap");
+	} else if (madvise(live_map + live_lo, bytes,
+			   strcmp(kind, "mlock") ? MADV_DONTNEED :
+			   MADV_DONTNEED_LOCKED)) {
+		die("madvise(MADV_DONTNEED)");
+	}
 	us = now_us() - t0;
-	report_tlb("live", bytes, thp, us, ipis0);
+	report_tlb(dontneed ? "live-dontneed" : "live", bytes, thp, us, ipis0);
 	usleep(50000);
 	live_stop = 1;
 	for (i = 0; i < n; i++)
@@ -1435,14 +1464,26 @@ static void do_live(const char *kind, size_t bytes, int thp)
 			exit(1);
 		}
 	}
-	for (off = live_lo; off < live_lo + bytes; off += bytes / 4) {
+	/* Zero again (anonymous), or the file's data (shared), every page. */
+	for (off = live_lo; dontneed && off < live_lo + bytes; off += PAGE) {
+		uint64_t v = *(volatile uint64_t *)(live_map + off);
+
+		if (v != (shared ? off ^ LIVE_SALT : 0)) {
+			fprintf(stderr, "free_test: live: page at %zu reads "
+				"%llx after MADV_DONTNEED\n", off,
+				(unsigned long long)v);
+			exit(1);
+		}
+	}
+	for (off = live_lo; !dontneed && off < live_lo + bytes;
+	     off += bytes / 4) {
 		if (!live_faults(live_map + off)) {
 			fprintf(stderr, "free_test: live: %zu still mapped\n",
 				off);
 			exit(1);
 		}
 	}
-	if (!live_faults(live_map + live_lo + bytes - 1)) {
+	if (!dontneed && !live_faults(live_map + live_lo + bytes - 1)) {
 		fprintf(stderr, "free_test: live: the range's end mapped\n");
 		exit(1);
 	}
@@ -1637,7 +1678,12 @@ int main(int argc, char **argv)
 	else if (argc == 3 && !strcmp(argv[1], "swap"))
 		do_swap(mib(argv[2]));
 	else if (argc == 5 && !strcmp(argv[1], "live"))
-		do_live(argv[2], mib(argv[3]), atoi(argv[4]));
+		do_live(argv[2], mib(argv[3]), atoi(argv[4]), 0);
+	else if (argc == 6 && !strcmp(argv[1], "live") &&
+		 !strcmp(argv[5], "dontneed"))
+		do_live(argv[2], mib(argv[3]), atoi(argv[4]), 1);
+	else if (argc == 4 && !strcmp(argv[1], "dontneed"))
+		do_dontneed(mib(argv[2]), atoi(argv[3]));
 	else if (argc == 4 && !strcmp(argv[1], "many"))
 		do_many(atoi(argv[2]), mib(argv[3]));
 	else if (argc == 4 && !strcmp(argv[1], "loop"))

@@ -59,9 +59,11 @@ TRACE_EVENT(exit_mmap_zap_parallel,
 		      __entry->caller_cpu_ns)
 );
 
-/* The parallel zap of a munmap(), mm/vma.c. */
+/* The parallel zap of a live mm: munmap(), MADV_DONTNEED. */
 /**
- * munmap_zap_parallel - a munmap() zapped its range with mtjob_run()
+ * live_zap_parallel - a munmap() or madvise() zapped a range with mtjob_run()
+ * @madvise: 0 for munmap() (and mmap(), mremap(), brk()), else the
+ *	madvise() behaviour (MADV_DONTNEED, MADV_DONTNEED_LOCKED)
  * @start: the range's first address
  * @end: its end
  * @vmas: VMAs the helpers may zap
@@ -74,14 +76,15 @@ TRACE_EVENT(exit_mmap_zap_parallel,
  * @helper_ns: the helpers' CPU time in chunks, charged to the caller
  * @caller_cpu_ns: the caller's CPU time in chunks
  */
-TRACE_EVENT(munmap_zap_parallel,
-	    TP_PROTO(unsigned long start, unsigned long end, unsigned int vmas,
-		     unsigned long entries, unsigned long segs, int helpers,
-		     int threads, u64 zap_ns, u64 tail_ns, u64 helper_ns,
-		     u64 caller_cpu_ns),
-	    TP_ARGS(start, end, vmas, entries, segs, helpers, threads, zap_ns,
-		    tail_ns, helper_ns, caller_cpu_ns),
-	    TP_STRUCT__entry(__field(unsigned long, start)
+TRACE_EVENT(live_zap_parallel,
+	    TP_PROTO(int madvise, unsigned long start, unsigned long end,
+		     unsigned int vmas, unsigned long entries,
+		     unsigned long segs, int helpers, int threads, u64 zap_ns,
+		     u64 tail_ns, u64 helper_ns, u64 caller_cpu_ns),
+	    TP_ARGS(madvise, start, end, vmas, entries, segs, helpers, threads,
+		    zap_ns, tail_ns, helper_ns, caller_cpu_ns),
+	    TP_STRUCT__entry(__field(int, madvise)
+			     __field(unsigned long, start)
 			     __field(unsigned long, end)
 			     __field(unsigned int, vmas)
 			     __field(unsigned long, entries)
@@ -93,7 +96,8 @@ TRACE_EVENT(munmap_zap_parallel,
 			     __field(u64, helper_ns)
 			     __field(u64, caller_cpu_ns)
 	    ),
-	    TP_fast_assign(__entry->start = start;
+	    TP_fast_assign(__entry->madvise = madvise;
+			   __entry->start = start;
 			   __entry->end = end;
 			   __entry->vmas = vmas;
 			   __entry->entries = entries;
@@ -105,8 +109,9 @@ TRACE_EVENT(munmap_zap_parallel,
 			   __entry->helper_ns = helper_ns;
 			   __entry->caller_cpu_ns = caller_cpu_ns;
 	    ),
-	    TP_printk("start=0x%lx end=0x%lx vmas=%u entries=%lu segs=%lu helpers=%d threads=%d zap_ns=%llu tail_ns=%llu helper_ns=%llu caller_cpu_ns=%llu",
-		      __entry->start, __entry->end, __entry->vmas,
+	    TP_printk("madvise=%d start=0x%lx end=0x%lx vmas=%u entries=%lu segs=%lu helpers=%d threads=%d zap_ns=%llu tail_ns=%llu helper_ns=%llu caller_cpu_ns=%llu",
+		      __entry->madvise, __entry->start, __entry->end,
+		      __entry->vmas,
 		      __entry->entries, __entry->segs, __entry->helpers,
 		      __entry->threads, __entry->zap_ns, __entry->tail_ns,
 		      __entry->helper_ns, __entry->caller_cpu_ns)
