@@ -144,7 +144,13 @@ struct tlb_free_job {
 	unsigned long at_index;
 };
 
-/* Is the gather tearing down the calling task's own mm? */
+/*
+ * Is the gather tearing down the calling task's own mm?  Or, in do_exit()
+ * after exit_mm(), an mm whose last reference the exiting task drops: its
+ * own in practice (exit_mm()'s mmput()), or rarely one it held a reference
+ * to (a file released by exit_files(), or by task_work afterwards); either
+ * way the task that would do the work serially.
+ */
 static bool tlb_parallel_free_own_mm(struct mmu_gather *tlb)
 {
 	/*

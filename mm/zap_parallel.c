@@ -131,10 +131,12 @@
  *   The mmu notifier range is started and ended by the caller around
  *   everything, as unmap_vmas() does; no vm_ops callback runs in a zap
  *   (->close() runs later, in tear_down_vmas()), and uprobe_munmap()
- *   returns at once for an mm without users.
+ *   returns at once for an mm without users (for a live mm's chunks it
+ *   may set MMF_RECALC_UPROBES, from a kworker, which is all it does).
  */
 
 #include <linux/atomic.h>
+#include <linux/cacheinfo.h>
 #include <linux/dax.h>
 #include <linux/delay.h>
 #include <linux/fs.h>
@@ -391,7 +393,11 @@ static bool zap_parallel_vma_ok(struct vm_area_struct *vma)
 	return !vma_is_dax(vma);
 }
 
-/* Is @mm the mm of the exiting task, and may kworkers do its work? */
+/*
+ * Is @mm one whose last reference the exiting task drops after exit_mm()
+ * (its own in practice, rarely one a file it released held), and may
+ * kworkers do its work?
+ */
 static bool zap_parallel_allowed(struct mm_struct *mm)
 {
 	/*
@@ -457,10 +463,12 @@ static void zap_plan_entry(struct zap_job *zj, unsigned long addr)
 
 /*
  * Counts the populated PMD entries under @vma, reading the upper levels of
- * its page tables only.  The reads take no lock: the caller's
- * mmap_read_lock() keeps every table, and a count that is off would move a
- * segment boundary, not change what gets zapped.  A PUD leaf counts for
- * nothing (only VMAs the caller keeps have them).
+ * its page tables only.  The reads take no lock: tables above the PTE level
+ * stay while a VMA spans them (free_pgd_range() frees none a live VMA
+ * spans; the caller keeps @vma, by mmap_lock or, for madvise(), its VMA
+ * lock), and a count that is off would move a segment boundary, not change
+ * what gets zapped.  A PUD leaf counts for nothing (only VMAs the caller
+ * keeps have them).
  */
 static void zap_plan_vma(struct zap_job *zj, struct vm_area_struct *vma)
 {
@@ -703,36 +711,19 @@ static bool zap_parallel_by_node(const struct zap_job *zj,
 }
 
 /*
- * Plans the job over the VMAs of @unmap that helpers may zap and runs it,
- * then zaps with @tlb, in address order, the VMAs they may not, all inside
- * one mmu notifier range over @unmap's, as unmap_vmas() would; without
- * @unmap, over @zj->one's range [@zj->start, @zj->limit), which helpers may
- * zap, inside an MMU_NOTIFY_CLEAR range, as zap_vma_range_batched() would.
- * @zj has its mm, caller, tree or VMA and range set.  Returns false, having zapped nothing,
- * when the reach of the populated entries is below @min_pages (uncounted),
- * or, counted in vmstat, when the plan has fewer than two segments, its
- * table cannot be allocated or no helper can be reserved.
+ * Plans the job over the VMAs helpers may zap from @first on (@zj has its
+ * mm, caller, tree or VMA and range set) and fills @job: two passes over the
+ * upper levels of the page tables, helpers reserved in between.  Returns
+ * false, with nothing held, when the reach of the populated entries is below
+ * @min_pages (uncounted), or, counted in vmstat, when they make fewer than
+ * two chunks, no helper can be reserved or the table cannot be allocated.
  */
-static bool zap_parallel_run(struct zap_job *zj, struct mmu_gather *tlb,
-			     struct unmap_desc *unmap, unsigned long min_pages,
-			     const char *name)
+static bool zap_parallel_plan(struct zap_job *zj, struct vm_area_struct *first,
+			      unsigned long min_pages, struct mtjob *job,
+			      const char *name)
 {
-	struct mtjob job = {
-		.thread_fn	= zap_parallel_chunk,
-		.fn_arg		= zj,
-		.align		= 1,
-		.min_chunk	= 1,
-		.gfp		= GFP_NOWAIT,
-		.name		= name,
-	};
 	unsigned long threshold = READ_ONCE(sysctl_parallel_zap_threshold);
-	struct mmu_notifier_range range;
-	struct vm_area_struct *first = unmap ? unmap->first : zj->one;
-	struct mtjob_report report = {};
 	unsigned long min_chunk, segs;
-	struct vm_area_struct *vma;
-	u64 start_ns;
-	int ret;
 
 	/* Count first: segments of equal entries, as many as fit a page. */
 	zap_plan_pass(zj, first);
@@ -744,72 +735,107 @@ static bool zap_parallel_run(struct zap_job *zj, struct mmu_gather *tlb,
 		count_vm_event(PARALLEL_ZAP_SERIAL);
 		return false;
 	}
+	zj->segs_max = ZAP_SEGS_MAX;
+	if (zj->side)
+		zj->segs_max /= 2;
+	/* Before the second pass: no idle CPU, no more walking. */
+	zj->helpers = zap_parallel_reserve((int)min(segs, zj->segs_max) - 1);
+	if (!zj->helpers) {
+		count_vm_event(PARALLEL_ZAP_BUSY);
+		return false;
+	}
 	/* No reclaim for bookkeeping (top of this file). */
 	zj->seg = kmalloc_array(ZAP_SEGS_MAX, sizeof(*zj->seg),
 				GFP_NOWAIT | __GFP_NOWARN);
 	if (!zj->seg) {
 		count_vm_event(PARALLEL_ZAP_NOMEM);
-		return false;
+		goto unreserve;
 	}
-	zj->segs_max = ZAP_SEGS_MAX;
-	if (zj->side) {
-		zj->segs_max /= 2;
+	if (zj->side)
 		zj->seg_vma = zj->seg + zj->segs_max;
-	}
 	zj->target = max(min_chunk, DIV_ROUND_UP(zj->entries, zj->segs_max));
 	zap_plan_pass(zj, first);
 	if (zj->nr_segs < 2) {
 		count_vm_event(PARALLEL_ZAP_SERIAL);
 		kfree(zj->seg);
-		return false;
+		goto unreserve;
 	}
-	zj->helpers = zap_parallel_reserve(min_t(unsigned long,
-						 zj->nr_segs - 1, INT_MAX));
-	if (!zj->helpers) {
-		count_vm_event(PARALLEL_ZAP_BUSY);
-		kfree(zj->seg);
-		return false;
+	if (zj->helpers > zj->nr_segs - 1) {
+		atomic_sub(zj->helpers - (zj->nr_segs - 1),
+			   &zap_parallel_helpers);
+		zj->helpers = zj->nr_segs - 1;
 	}
+	*job = (struct mtjob) {
+		.thread_fn	= zap_parallel_chunk,
+		.fn_arg		= zj,
+		.size		= zj->nr_segs,
+		.align		= 1,
+		.min_chunk	= 1,
+		.max_threads	= zj->helpers + 1,
+		.gfp		= GFP_NOWAIT,
+		.affinity	= MTJOB_AFFINITY_NONE,
+		.name		= name,
+	};
 	if (zap_parallel_by_node(zj, first)) {
-		job.affinity = MTJOB_AFFINITY_BY_INDEX;
-		job.node_of = zap_parallel_node_of;
-	} else {
-		job.affinity = MTJOB_AFFINITY_NONE;
+		job->affinity = MTJOB_AFFINITY_BY_INDEX;
+		job->node_of = zap_parallel_node_of;
 	}
-	job.size = zj->nr_segs;
-	job.max_threads = zj->helpers + 1;
+	return true;
+unreserve:
+	atomic_sub(zj->helpers, &zap_parallel_helpers);
+	return false;
+}
 
+/*
+ * Starts the mmu notifier range of a planned job: @unmap's, as unmap_vmas()
+ * does, or without @unmap @zj->one's range, as zap_vma_range_batched().
+ */
+static void zap_parallel_start(struct zap_job *zj, struct unmap_desc *unmap,
+			       struct mmu_notifier_range *range)
+{
 	if (unmap)
-		mmu_notifier_range_init(&range, MMU_NOTIFY_UNMAP, 0, zj->mm,
+		mmu_notifier_range_init(range, MMU_NOTIFY_UNMAP, 0, zj->mm,
 					unmap->vma_start, unmap->vma_end);
 	else
-		mmu_notifier_range_init(&range, MMU_NOTIFY_CLEAR, 0, zj->mm,
+		mmu_notifier_range_init(range, MMU_NOTIFY_CLEAR, 0, zj->mm,
 					zj->start, zj->limit);
-	mmu_notifier_invalidate_range_start(&range);
-	start_ns = local_clock();
-	ret = mtjob_run_report(&job, &report);
+	mmu_notifier_invalidate_range_start(range);
+	zj->job_ns = local_clock();
+}
+
+/*
+ * After the job (mtjob_run_report() returned @ret): charges the helpers to
+ * the caller, zaps with @tlb, in address order, the VMAs of @unmap helpers
+ * may not, as unmap_vmas() would, and ends the notifier range.
+ */
+static void zap_parallel_finish(struct zap_job *zj, struct mmu_gather *tlb,
+				struct unmap_desc *unmap,
+				struct mmu_notifier_range *range,
+				const struct mtjob_report *report, int ret)
+{
+	struct vm_area_struct *vma;
+	u64 start_ns = zj->job_ns;
+
 	/* Valid by construction: on -EINVAL nothing ran. */
 	if (WARN_ON_ONCE(ret))
-		zap_parallel_chunk(0, job.size, zj);
+		zap_parallel_chunk(0, zj->nr_segs, zj);
 	zap_test_report(zj);
 	atomic_sub(zj->helpers, &zap_parallel_helpers);
 	sched_account_offload(current, atomic64_read(&zj->helper_ns));
 	zap_caller_dirtied(zj);
 	zj->job_ns = local_clock() - start_ns;
-	zj->threads = report.nr_threads;
+	zj->threads = report->nr_threads;
 
-	/* What stays on the caller, in address order, as unmap_vmas(). */
-	for (vma = first; unmap && vma;
+	for (vma = unmap ? unmap->first : NULL; vma;
 	     vma = mas_find(unmap->mas, unmap->tree_end - 1)) {
 		if (!zap_parallel_vma_ok(vma))
 			unmap_vma_range(tlb, vma,
 					max(vma->vm_start, unmap->vma_start),
 					min(vma->vm_end, unmap->vma_end));
 	}
-	mmu_notifier_invalidate_range_end(&range);
+	mmu_notifier_invalidate_range_end(range);
 	zj->tail_ns = local_clock() - start_ns - zj->job_ns;
 	kfree(zj->seg);
-	return true;
 }
 
 /* Counts a job that ran: in parallel if two threads or more zapped. */
@@ -853,7 +879,11 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
 		.nr_dirtied	= ATOMIC_INIT(0),
 	};
 	unsigned long threshold = READ_ONCE(sysctl_parallel_zap_threshold);
+	struct mmu_notifier_range range;
+	struct mtjob_report report = {};
+	struct mtjob job;
 	unsigned long pages;
+	int ret;
 
 	/* Exact sums: percpu_counter_read() is off by a batch per CPU. */
 	pages = get_mm_rss_sum(mm) + get_mm_counter_sum(mm, MM_SWAPENTS);
@@ -869,8 +899,12 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
 		count_vm_event(PARALLEL_ZAP_BUSY);
 		return false;
 	}
-	if (!zap_parallel_run(&zj, tlb, unmap, 0, "exit_mmap"))
+	if (!zap_parallel_plan(&zj, unmap->first, 0, &job, "exit_mmap"))
 		return false;
+	zap_parallel_start(&zj, unmap, &range);
+	/* Each caller its own call site: its own lockdep class. */
+	ret = mtjob_run_report(&job, &report);
+	zap_parallel_finish(&zj, tlb, unmap, &range, &report, ret);
 	trace_exit_mmap_zap_parallel(pages, zj.nr_vmas, zj.entries,
 				     zj.nr_segs, zj.helpers, zj.threads,
 				     zj.job_ns, zj.tail_ns,
@@ -887,16 +921,18 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
  * munmap(), and for mmap(), mremap() and brk() where they unmap.  By then
  * do_vmi_align_munmap() has write-locked each VMA of the range
  * (vma_start_write()), moved it from the mm's tree into a side tree on its
- * stack, indexed by position, and maybe downgraded mmap_lock to read.  So
- * nothing that finds VMAs through the mm reaches the range while it is
- * zapped: not a page fault (a per-VMA-lock fault fails to lock a detached
- * VMA and retries under mmap_lock, which finds none), not another thread's
+ * stack, indexed by position, and maybe downgraded mmap_lock to read (on
+ * mmap()'s MAP_FIXED path the VMAs stay in the mm's tree, write-locked, and
+ * mmap_lock stays held for writing).  So nothing that finds VMAs through
+ * the mm reaches the range while it is zapped: not a page fault (a
+ * per-VMA-lock fault fails to lock a detached or write-locked VMA and
+ * retries under mmap_lock, which finds none or waits), not another thread's
  * madvise(), mprotect() or userfaultfd ioctl, not the OOM reaper or
- * process_mrelease() (both walk the mm's tree).  The plan, the segments and
- * the helpers' walk read the side tree instead (zap_next_vma(): mt_find()
- * under RCU; it does not change until the caller frees the VMAs after the
- * job), each segment with the position of its first VMA.  What can still
- * reach the range's page tables:
+ * process_mrelease() (both walk the mm's tree under mmap_read_lock()).  The
+ * plan, the segments and the helpers' walk read the side tree instead
+ * (zap_next_vma(): mt_find() under RCU; it does not change until the caller
+ * frees the VMAs after the job), each segment with the position of its
+ * first VMA.  What can still reach the range's page tables:
  * - faults and zaps in neighbouring VMAs, where the range shares a PTE
  *   table or a PMD table with them at its ends: every thread takes the
  *   page table locks as unmap_vmas() does, and clears only entries of
@@ -925,18 +961,29 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
  * (mm_cpumask() on x86, a broadcast TLBI by ASID and range on arm64)
  * before it frees the chunk's pages, as each batch of the serial path
  * does; page tables are not freed by chunks, so no chunk sets
- * freed_tables.  The nested upgrade is left out as for an exit: it is for
- * a zapper that finds an entry another zapper cleared and has not yet
- * flushed (MADV_DONTNEED racing munmap() in the same range), and no
- * zapper but the job's threads can find the detached range; the chunks'
- * ranges are disjoint, and rmap walkers flush as said above.  The
- * caller's own gather (hugetlb and VM_PFNMAP VMAs after the job, then the
- * page tables) keeps the upgrade.  The threshold is first the range's
+ * freed_tables.  The chunks leave the nested upgrade out, as an exit's do:
+ * they are each other's nested gathers, and would each flush the whole mm.
+ * The upgrade is for a zapper that skipped an entry another had cleared
+ * and not yet flushed.  Other zappers can still reach the range through
+ * the file's i_mmap tree (unmap_mapping_range(): truncation, hole
+ * punching), until free_pgtables() unlinks the VMAs; on mmap()'s MAP_FIXED
+ * path (vms_clean_up_area()) the VMAs are even still in the mm's tree,
+ * write-locked, under mmap_write_lock(), which keeps out every zapper that
+ * looks VMAs up.  Such a zapper keeps its own upgrade and sees the chunks'
+ * pending gathers; it finishes its gather under i_mmap_rwsem held for
+ * reading, which unlink_file_vma() takes for writing before munmap()
+ * returns; and the caller's gather (hugetlb and VM_PFNMAP VMAs after the
+ * job, then the page tables), open across the job, keeps the upgrade.
+ * rmap walkers flush as said above.  The threshold is first the range's
  * length, then the reach of its populated PMD entries (the plan's count,
  * entries times PMD_SIZE pages), not its RSS, which the mm does not keep
  * per range.  The policy, the accounting and the counters are the exit's
  * (vm.parallel_zap_threshold and _max_helpers are shared), but a live
- * task's own mm, not an OOM victim: zap_live_allowed().
+ * task's own mm, not an OOM victim's nor one being reaped, and not where
+ * the data cache aliases (tlb_start_vma() would flush the cache of the
+ * whole VMA once per chunk): zap_live_allowed().  As for an exit, an oops
+ * in the caller's own chunk panics (kernel/workqueue_scope.c): the helpers
+ * use the job's state on its stack, and munmap()'s side tree.
  *
  * MADV_DONTNEED and MADV_DONTNEED_LOCKED share the walk: their
  * zap_vma_range_batched() is __zap_vma_range() over a range of one live
@@ -968,7 +1015,13 @@ static bool zap_live_allowed(struct mm_struct *mm)
 {
 	if (current->flags & PF_KTHREAD || current->mm != mm)
 		return false;
-	if (tsk_is_oom_victim(current))
+	/* An mm shared (CLONE_VM) with an OOM victim is being reaped. */
+	if (tsk_is_oom_victim(current) ||
+	    mm_flags_test(MMF_OOM_REAP_QUEUED, mm) ||
+	    mm_flags_test(MMF_UNSTABLE, mm))
+		return false;
+	/* tlb_start_vma() flushes the whole VMA's cache once per chunk. */
+	if (cpu_dcache_is_aliasing())
 		return false;
 	return sched_task_offload_allowed(current);
 }
@@ -1007,7 +1060,11 @@ bool __munmap_zap_parallel(struct unmap_desc *unmap)
 		.nr_dirtied	= ATOMIC_INIT(0),
 	};
 	unsigned long threshold = READ_ONCE(sysctl_parallel_zap_threshold);
+	struct mmu_notifier_range range;
+	struct mtjob_report report = {};
 	struct mmu_gather tlb;
+	struct mtjob job;
+	int ret;
 
 	/* The range's size first, then its populated entries' reach. */
 	if ((unmap->vma_end - unmap->vma_start) >> PAGE_SHIFT < threshold)
@@ -1020,21 +1077,21 @@ bool __munmap_zap_parallel(struct unmap_desc *unmap)
 		count_vm_event(PARALLEL_ZAP_BUSY);
 		return false;
 	}
+	if (!zap_parallel_plan(&zj, unmap->first, threshold, &job, "munmap"))
+		return false;
 	tlb_gather_mmu(&tlb, mm);
 	update_hiwater_rss(mm);
-	if (!zap_parallel_run(&zj, &tlb, unmap, threshold, "munmap")) {
-		/* Nothing gathered: nothing to flush. */
-		tlb_finish_mmu(&tlb);
-		return false;
-	}
+	zap_parallel_start(&zj, unmap, &range);
+	ret = mtjob_run_report(&job, &report);
+	zap_parallel_finish(&zj, &tlb, unmap, &range, &report, ret);
 	mas_set(unmap->mas, unmap->tree_reset);
 	free_pgtables(&tlb, unmap);
 	tlb_finish_mmu(&tlb);
 	trace_live_zap_parallel(0, unmap->vma_start, unmap->vma_end,
-				  zj.nr_vmas, zj.entries, zj.nr_segs,
-				  zj.helpers, zj.threads, zj.job_ns,
-				  zj.tail_ns, atomic64_read(&zj.helper_ns),
-				  zj.caller_ns);
+				zj.nr_vmas, zj.entries, zj.nr_segs,
+				zj.helpers, zj.threads, zj.job_ns,
+				zj.tail_ns, atomic64_read(&zj.helper_ns),
+				zj.caller_ns);
 	zap_parallel_count(&zj, PARALLEL_ZAP_MUNMAP,
 			   PARALLEL_ZAP_MUNMAP_THREADS);
 	return true;
@@ -1076,6 +1133,10 @@ bool __madvise_zap_parallel(struct mmu_gather *tlb, struct vm_area_struct *vma,
 		.nr_dirtied	= ATOMIC_INIT(0),
 	};
 	unsigned long threshold = READ_ONCE(sysctl_parallel_zap_threshold);
+	struct mmu_notifier_range range;
+	struct mtjob_report report = {};
+	struct mtjob job;
+	int ret;
 
 	if ((end - start) >> PAGE_SHIFT < threshold || !zap_parallel_vma_ok(vma))
 		return false;
@@ -1087,9 +1148,12 @@ bool __madvise_zap_parallel(struct mmu_gather *tlb, struct vm_area_struct *vma,
 		count_vm_event(PARALLEL_ZAP_BUSY);
 		return false;
 	}
-	update_hiwater_rss(mm);
-	if (!zap_parallel_run(&zj, tlb, NULL, threshold, "madvise"))
+	if (!zap_parallel_plan(&zj, vma, threshold, &job, "madvise"))
 		return false;
+	update_hiwater_rss(mm);
+	zap_parallel_start(&zj, NULL, &range);
+	ret = mtjob_run_report(&job, &report);
+	zap_parallel_finish(&zj, tlb, NULL, &range, &report, ret);
 	trace_live_zap_parallel(behavior, start, end, 1, zj.entries,
 				zj.nr_segs, zj.helpers, zj.threads, zj.job_ns,
 				zj.tail_ns, atomic64_read(&zj.helper_ns),
@@ -1100,8 +1164,8 @@ bool __madvise_zap_parallel(struct mmu_gather *tlb, struct vm_area_struct *vma,
 }
 
 static int zap_parallel_live_sysctl(const struct ctl_table *table,
-				      int write, void *buffer, size_t *lenp,
-				      loff_t *ppos)
+				    int write, void *buffer, size_t *lenp,
+				    loff_t *ppos)
 {
 	int ret;
 

@@ -1207,7 +1207,8 @@ def traces_by_case(log, line="ZAPCASE"):
     for text in log.splitlines():
         m = freebench.ZAPTRACE_RE.match(text)
         if m:
-            pending.append(tuple(map(int, m.groups())))
+            # pages is None on a live zap's event (the range instead).
+            pending.append(tuple(int(g or 0) for g in m.groups()))
         elif text.startswith(line + " "):
             out[text.split()[1]] = pending
             pending = []
@@ -1259,6 +1260,9 @@ def zap_checks(check, log, args):
     ZAP_CASES, their memory, CPU accounting and zap-mixed's memcg; the
     cases of zap_skips() must not have run."""
     skips = zap_skips(args.kbuild)
+    missing = sorted(set(re.findall(r"^VMSTAT-MISSING (\S+)$", log, re.M)))
+    check(not missing, "every /proc/vmstat counter free.sh read exists "
+          f"({', '.join(missing) or 'none missing'})")
     for name, why in sorted(skips.items()):
         check(re.search(rf"^ZAPSKIP {name}$", log, re.M) is not None,
               f"{name}: not run here: {why}")
@@ -1271,7 +1275,8 @@ def zap_checks(check, log, args):
     got = {m[0]: tuple(map(int, m[1:])) for m in found}
     free_memory_checks(check, "", found, free_tolerance_kb(args))
     free_acct_checks(check, log, "zap-")
-    ev = [tuple(map(int, m)) for m in freebench.ZAPTRACE_RE.findall(log)]
+    ev = [tuple(int(g or 0) for g in m)
+          for m in freebench.ZAPTRACE_RE.findall(log)]
     # The event's pages are exact sums of the mm's counters: a 512 MiB
     # exit has at least its 131072 pages of 4 KiB (8192 of 64 KiB), under
     # 256 populated PMD entries (one of 512 MiB).
@@ -1651,8 +1656,8 @@ def main():
     ap.add_argument("--quick", action="store_true",
                     help="hugetlbtest: engines after the first on the first "
                     "scenarios only; freetest: 19 of the 33 free cases and "
-                    "14 of the 19 zap cases (free.sh's full_case ones left "
-                    "out), the mm selftests but MM_SELFTESTS_FULL_ONLY, and "
+                    "34 of the 39 zap cases, those of the exit, munmap() and "
+                    "MADV_DONTNEED (free.sh's full_case ones left out), the mm selftests but MM_SELFTESTS_FULL_ONLY, and "
                     "half the hotplug time ('make check')")
     ap.add_argument("--spread", action="store_true",
                     help="freebench: before an exit, a thread on every CPU "
