@@ -295,7 +295,8 @@ def report(args, log, path):
           "vm.parallel_zap=0), by_node = vm.parallel_free=1 (default "
           "by node), interleave = vm.parallel_free_by_node=0, by_node_1h = "
           "vm.parallel_free_max_helpers=1 (caller + 1 helper), zap = "
-          "vm.parallel_zap=1 with vm.parallel_free=0 (exit only):")
+          "the parallel zap with vm.parallel_free=0 (vm.parallel_zap=1 for "
+          "exits, vm.parallel_zap_live=1 for munmap and dontneed):")
     print_times(times, modes)
     if zaps:
         print_zaps(zaps)
@@ -305,9 +306,9 @@ def report(args, log, path):
     tlbi = tlbis(log)
     if getattr(args, "tlbi", False):
         paired = sum(len(rows) for rows in tlbi.values())
-        runs = len(BENCH_RE.findall(log))
-        if paired != runs:
-            print(f"freebench: --tlbi, but {paired} of the {runs} runs have "
+        n_runs = len(BENCH_RE.findall(log))
+        if paired != n_runs:
+            print(f"freebench: --tlbi, but {paired} of the {n_runs} runs have "
                   f"a TLBICOUNT line in {path}")
             return 1
     if tlbi:

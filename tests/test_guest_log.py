@@ -330,6 +330,14 @@ BENCH zap FREE exit mib=4096 thp=0 us=1100000
             "walk": 407.0, "TLB flush": 0.0, "free": 0.0,
             "page tables": 0.0})
 
+    def test_report_without_runs(self):
+        """report() runs at all (a local once shadowed runs()) and fails
+        on a log without BENCH lines."""
+        import types
+        args = types.SimpleNamespace(nodes=2, cpus=2, mem_gib=8, repeat=9,
+                                     tlbi=True, phases=False)
+        self.assertEqual(freebench.report(args, "", "empty.log"), 1)
+
     def test_munmap_zap_trace(self):
         """munmap()'s tracepoint (the range for the pages) counts as a
         zap run's, as the exit's does."""
