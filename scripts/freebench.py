@@ -28,6 +28,7 @@ ZAPTRACE_RE = re.compile(
     r"entries=(\d+) segs=(\d+) helpers=(-?\d+) threads=(-?\d+) "
     r"zap_ns=(\d+) tail_ns=(\d+) helper_ns=(\d+) caller_cpu_ns=(\d+)$",
     re.M)
+LIVE_MADVISE_RE = re.compile(r" live_zap_parallel: madvise=(\d+) ")
 PROFILE_RE = re.compile(r"^PROFILE cpu=(\d+) (\w+) +(\d+) +([\d.]+) us")
 # free.sh's profiler setup: the functions and the two options.
 PHASES_RE = re.compile(r"^PHASES (.*) graph-time=(\d) sleep-time=(\d)$",
@@ -98,15 +99,26 @@ def runs(log):
             mode, what, mib, thp, us = m.groups()
             key = (label(what, thp), int(mib))
             times.setdefault(key, {}).setdefault(mode, []).append(int(us))
-            last_zap = (key, int(us)) if mode == "zap" else None
+            last_zap = (key, int(us), False) if mode == "zap" else None
             prof = None
             continue
         m = ZAPTRACE_RE.match(line)
         if m and last_zap:
-            zap_ns, caller_ns, helper_ns = map(int, m.groups()[6:9])
-            zaps.setdefault(last_zap[0], []).append(
-                (last_zap[1], zap_ns, caller_ns, helper_ns))
-            last_zap = None
+            # The row's own kind of event: a dontneed run has one per VMA
+            # (map_touch() binds two halves), and may end with a munmap()
+            # of the emptied range (madvise=0), which is not its own.
+            adv = LIVE_MADVISE_RE.search(line)
+            kind = ("exit" if not adv else
+                    "munmap" if adv.group(1) == "0" else "dontneed")
+            if last_zap[0][0].split()[0] == kind:
+                zap_ns, caller_ns, helper_ns = map(int, m.groups()[6:9])
+                rows = zaps.setdefault(last_zap[0], [])
+                if last_zap[2]:
+                    us, z, c, h = rows[-1]
+                    rows[-1] = (us, z + zap_ns, c + caller_ns, h + helper_ns)
+                else:
+                    rows.append((last_zap[1], zap_ns, caller_ns, helper_ns))
+                last_zap = (last_zap[0], last_zap[1], True)
             continue
         m = PROFILE_RE.match(line)
         if m and key:

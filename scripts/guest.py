@@ -217,8 +217,11 @@ def mm_selftest_checks(check, log, quick=False, kbuild=None):
           f"in parallel, with {pzt} threads")
     pzm = sum(v[3] for v in got.values())
     pzmt = sum(v[4] for v in got.values())
-    check(pzm >= 1 and pzmt >= 2 * pzm, f"mm selftests: {pzm} munmap()s "
-          f"zapped in parallel, with {pzmt} threads")
+    # With 64 KiB pages the lowest threshold is one 512 MiB block: the
+    # selftests' munmap()s are smaller.
+    if not kbuild or page_kb(kbuild) == 4:
+        check(pzm >= 1 and pzmt >= 2 * pzm, f"mm selftests: {pzm} "
+              f"munmap()s zapped in parallel, with {pzmt} threads")
 
 
 def build_mm_selftests(kbuild, outdir):

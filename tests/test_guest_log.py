@@ -330,6 +330,18 @@ BENCH zap FREE exit mib=4096 thp=0 us=1100000
             "walk": 407.0, "TLB flush": 0.0, "free": 0.0,
             "page tables": 0.0})
 
+    def test_dontneed_events_summed(self):
+        """A dontneed run's events (one per VMA) add up; the munmap() of
+        the emptied range after it is not the run's."""
+        ev = ("ZAPTRACE t-1 [000] ..... 1.0: live_zap_parallel: madvise=%s "
+              "start=0x1000 end=0x2000 vmas=1 entries=9 segs=4 helpers=1 "
+              "threads=2 zap_ns=%d tail_ns=0 helper_ns=%d "
+              "caller_cpu_ns=1\n")
+        log = ("BENCH zap FREE dontneed mib=2048 thp=0 us=300000\n"
+               + ev % (4, 100, 40) + ev % (4, 200, 60) + ev % (0, 999, 999))
+        _, zaps, _ = freebench.runs(log)
+        self.assertEqual(zaps, {("dontneed", 2048): [(300000, 300, 0, 100)]})
+
     def test_report_without_runs(self):
         """report() runs at all (a local once shadowed runs()) and fails
         on a log without BENCH lines."""

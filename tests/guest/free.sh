@@ -610,7 +610,8 @@ zap_munmap_cases() {
 	run_zap_munmap zap-munmap-mlock free_test live mlock "$m" 0
 	run_zap_munmap zap-munmap-swap free_test swap "$m"
 	run_zap_munmap zap-munmap-nice-19 free_test nice19 live anon "$m" 0
-	run_zap_munmap zap-munmap-small free_test live anon "$(zmib 128)" 0
+	# 128 MiB: below ZAP_LOW with 4 KiB and with 64 KiB pages.
+	run_zap_munmap zap-munmap-small free_test live anon 128 0
 	# MADV_DONTNEED(_LOCKED) of the same ranges, the mapping left: the
 	# range reads zero after (the memfd's data for shared).
 	run_zap_dontneed zap-dontneed-anon free_test live anon "$m" 0 dontneed
@@ -635,7 +636,8 @@ zap_munmap_cases() {
 #     pzm=<munmap()s zapped in parallel> pzmt=<their threads>
 # rc 4 is kselftest's skip.
 mm_selftests() {
-	[ -d /bin/mm ] || { echo "MMSELFTEST none rc=127 pz=0 pzt=0"; return; }
+	[ -d /bin/mm ] ||
+		{ echo "MMSELFTEST none rc=127 pz=0 pzt=0 pzm=0 pzmt=0"; return; }
 	echo 32 > $VM/nr_hugepages
 	echo 1 > $VM/parallel_zap
 	echo 1 > $VM/parallel_zap_live
@@ -778,7 +780,13 @@ bench() {
 					echo $n > $VM/parallel_free_by_node
 					echo $h > $VM/parallel_free_max_helpers
 					echo $z > $VM/parallel_zap
-					echo $z > $VM/parallel_zap_live
+					if [ $what != exit ] && [ $z = 1 ] &&
+					   ! [ -e $VM/parallel_zap_live ]; then
+						echo "BENCH-FAILED $mode $what $mib: no vm.parallel_zap_live"
+						continue
+					fi
+					[ -e $VM/parallel_zap_live ] &&
+						echo $z > $VM/parallel_zap_live
 					echo > $tr/trace
 					echo $z > $tr/events/zap_parallel/exit_mmap_zap_parallel/enable
 					echo $z > $tr/events/zap_parallel/live_zap_parallel/enable

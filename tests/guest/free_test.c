@@ -152,6 +152,7 @@
 #include <setjmp.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -1293,6 +1294,7 @@ static char *live_map;
 static size_t live_lo, live_bytes;
 static long live_threads;
 static int live_busy;
+static int live_dontneed;
 static volatile int live_stop;
 static volatile int live_bad;
 static sigjmp_buf live_jmp;
@@ -1330,6 +1332,19 @@ static void *live_worker(void *arg)
 	uint64_t iter = 0;
 
 	while (!live_stop) {
+		long t0 = now_us(), dt;
+
+		/*
+		 * MADV_DONTNEED leaves the range mapped: refault the pages
+		 * just inside both of its ends while it is zapped (offset 8;
+		 * offset 0 reads zero or the file's data after, either way).
+		 */
+		for (long i = t; live_dontneed && i < LIVE_WINDOW; i += n) {
+			*(volatile uint64_t *)(live_map + live_lo + i * PAGE + 8) =
+				iter;
+			*(volatile uint64_t *)(live_map + live_lo + live_bytes -
+					       (i + 1) * PAGE + 8) = iter;
+		}
 		for (int e = 0; e < 2; e++) {
 			for (long i = t; i < LIVE_WINDOW; i += n) {
 				size_t off = ends[e] + i * PAGE;
@@ -1353,9 +1368,13 @@ static void *live_worker(void *arg)
 			q[off] = 1;
 		munmap(q, 64 * PAGE);
 		iter++;
-		/* Idle CPUs for helpers, unless asked to keep every CPU busy. */
+		/*
+		 * Idle CPUs for helpers, unless asked to keep every CPU busy:
+		 * asleep three times as long as a round took, at least 500 µs.
+		 */
+		dt = now_us() - t0;
 		if (!live_busy)
-			usleep(500);
+			usleep(dt * 3 > 500 ? dt * 3 : 500);
 	}
 	return NULL;
 }
@@ -1377,6 +1396,7 @@ static void do_live(const char *kind, size_t bytes, int thp, int dontneed)
 	n = n < 2 ? 2 : n > 64 ? 64 : n;
 	live_threads = n;
 	live_busy = !!getenv("FREE_TEST_BUSY");
+	live_dontneed = dontneed;
 	len = edge + bytes + edge;
 	/* The mapping on a PMD boundary, so that the range's ends are not. */
 	raw = mmap(NULL, len + pmd, PROT_NONE,
@@ -1413,6 +1433,10 @@ static void do_live(const char *kind, size_t bytes, int thp, int dontneed)
 		if (!child) {
 			char c = 'r';
 
+			/* Gone with the parent, whatever happens to it. */
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			close(go[1]);
+			close(ready[0]);
 			/* Until the parent has unmapped, then check. */
 			if (write(ready[1], &c, 1) != 1)
 				_exit(1);
@@ -1427,6 +1451,8 @@ static void do_live(const char *kind, size_t bytes, int thp, int dontneed)
 			}
 			_exit(0);
 		}
+		close(go[0]);
+		close(ready[1]);
 		read_all(ready[0], &(char){0}, 1);
 	}
 	for (i = 0; i < n; i++)
@@ -1483,9 +1509,17 @@ static void do_live(const char *kind, size_t bytes, int thp, int dontneed)
 			exit(1);
 		}
 	}
-	if (!dontneed && !live_faults(live_map + live_lo + bytes - 1)) {
-		fprintf(stderr, "free_test: live: the range's end mapped\n");
-		exit(1);
+	/*
+	 * Every page of the range's first and last blocks, whose page tables
+	 * it shares with the neighbours and which outlive the munmap().
+	 */
+	for (off = 0; !dontneed && off < pmd && off < bytes; off += PAGE) {
+		if (!live_faults(live_map + live_lo + off) ||
+		    !live_faults(live_map + live_lo + bytes - PAGE - off)) {
+			fprintf(stderr, "free_test: live: a page %zu from an end "
+				"of the range still mapped\n", off);
+			exit(1);
+		}
 	}
 	if (shared) {
 		for (off = live_lo; off < live_lo + bytes; off += PAGE) {
