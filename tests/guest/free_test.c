@@ -117,17 +117,19 @@
  *                                       live mapping (KIND anon, shared: a
  *                                       memfd, cow: COW-shared with a child,
  *                                       mlock: the range mlocked), its ends
- *                                       off PMD boundaries, while a thread
- *                                       on every CPU reads and writes the
- *                                       pages beside both ends and faults
- *                                       and unmaps memory of its own; then
+ *                                       off PMD boundaries, while threads
+ *                                       on half the CPUs read and write the
+ *                                       pages beside both ends and fault
+ *                                       and unmap memory of their own; then
  *                                       checks every neighbouring page, that
  *                                       the range faults (SIGSEGV), and the
  *                                       memfd's or the child's copy of it;
- *                                       the threads sleep 500 µs between
- *                                       rounds, so that CPUs are idle for
- *                                       helpers, unless FREE_TEST_BUSY is in
- *                                       the environment.  With dontneed,
+ *                                       the threads sleep three times as
+ *                                       long as each round took, so that
+ *                                       CPUs are idle for helpers, unless
+ *                                       FREE_TEST_BUSY is in the
+ *                                       environment (then a thread on every
+ *                                       CPU, never asleep).  With dontneed,
  *                                       madvise(MADV_DONTNEED) instead
  *                                       (MADV_DONTNEED_LOCKED for mlock):
  *                                       then the range reads zero (the
@@ -1393,9 +1395,15 @@ static void do_live(const char *kind, size_t bytes, int thp, int dontneed)
 		fprintf(stderr, "free_test: live: no kind %s\n", kind);
 		exit(2);
 	}
+	live_busy = !!getenv("FREE_TEST_BUSY");
+	/*
+	 * A thread on every other CPU when asked to keep them busy; else on
+	 * half of them, so that an idle CPU is there for the zap's helpers
+	 * when it asks (one instant), under TCG's oversubscribed vCPUs too.
+	 */
+	n = live_busy ? n : n / 2;
 	n = n < 2 ? 2 : n > 64 ? 64 : n;
 	live_threads = n;
-	live_busy = !!getenv("FREE_TEST_BUSY");
 	live_dontneed = dontneed;
 	len = edge + bytes + edge;
 	/* The mapping on a PMD boundary, so that the range's ends are not. */
