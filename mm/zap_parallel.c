@@ -838,6 +838,24 @@ static void zap_parallel_finish(struct zap_job *zj, struct mmu_gather *tlb,
 	kfree(zj->seg);
 }
 
+/*
+ * May the caller have helpers (@allowed, and mtjob would use them), and is
+ * another CPU idle?  Counts the refusal or the busy CPUs if not.
+ */
+static bool zap_parallel_gate(bool allowed)
+{
+	if (!mtjob_may_use_helpers(GFP_NOWAIT) || !allowed) {
+		count_vm_event(PARALLEL_ZAP_REFUSED);
+		return false;
+	}
+	/* No idle CPU: not worth a walk of the page tables. */
+	if (!sched_offload_idle_cpus(current, 1)) {
+		count_vm_event(PARALLEL_ZAP_BUSY);
+		return false;
+	}
+	return true;
+}
+
 /* Counts a job that ran: in parallel if two threads or more zapped. */
 static void zap_parallel_count(const struct zap_job *zj,
 			       enum vm_event_item done,
@@ -890,15 +908,8 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
 	if (pages < threshold)
 		return false;
 	zap_test_switch_out();
-	if (!mtjob_may_use_helpers(GFP_NOWAIT) || !zap_parallel_allowed(mm)) {
-		count_vm_event(PARALLEL_ZAP_REFUSED);
+	if (!zap_parallel_gate(zap_parallel_allowed(mm)))
 		return false;
-	}
-	/* No idle CPU: not worth a walk of the page tables. */
-	if (!sched_offload_idle_cpus(current, 1)) {
-		count_vm_event(PARALLEL_ZAP_BUSY);
-		return false;
-	}
 	if (!zap_parallel_plan(&zj, unmap->first, 0, &job, "exit_mmap"))
 		return false;
 	zap_parallel_start(&zj, unmap, &range);
@@ -912,6 +923,32 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
 				     zj.caller_ns);
 	zap_parallel_count(&zj, PARALLEL_ZAP, PARALLEL_ZAP_THREADS);
 	return true;
+}
+
+/* A 0/1 sysctl in table->data that switches @key with it. */
+static int zap_parallel_key_sysctl(const struct ctl_table *table, int write,
+				   void *buffer, size_t *lenp, loff_t *ppos,
+				   struct static_key_false *key)
+{
+	int ret;
+
+	mutex_lock(&zap_parallel_lock);
+	ret = proc_dointvec_minmax(table, write, buffer, lenp, ppos);
+	if (!ret && write) {
+		if (*(int *)table->data)
+			static_branch_enable(key);
+		else
+			static_branch_disable(key);
+	}
+	mutex_unlock(&zap_parallel_lock);
+	return ret;
+}
+
+static int zap_parallel_sysctl(const struct ctl_table *table, int write,
+			       void *buffer, size_t *lenp, loff_t *ppos)
+{
+	return zap_parallel_key_sysctl(table, write, buffer, lenp, ppos,
+				       &exit_mmap_zap_parallel_key);
 }
 
 #ifdef CONFIG_PARALLEL_ZAP_LIVE
@@ -1069,14 +1106,8 @@ bool __munmap_zap_parallel(struct unmap_desc *unmap)
 	/* The range's size first, then its populated entries' reach. */
 	if ((unmap->vma_end - unmap->vma_start) >> PAGE_SHIFT < threshold)
 		return false;
-	if (!mtjob_may_use_helpers(GFP_NOWAIT) || !zap_live_allowed(mm)) {
-		count_vm_event(PARALLEL_ZAP_REFUSED);
+	if (!zap_parallel_gate(zap_live_allowed(mm)))
 		return false;
-	}
-	if (!sched_offload_idle_cpus(current, 1)) {
-		count_vm_event(PARALLEL_ZAP_BUSY);
-		return false;
-	}
 	if (!zap_parallel_plan(&zj, unmap->first, threshold, &job, "munmap"))
 		return false;
 	tlb_gather_mmu(&tlb, mm);
@@ -1140,14 +1171,8 @@ bool __madvise_zap_parallel(struct mmu_gather *tlb, struct vm_area_struct *vma,
 
 	if ((end - start) >> PAGE_SHIFT < threshold || !zap_parallel_vma_ok(vma))
 		return false;
-	if (!mtjob_may_use_helpers(GFP_NOWAIT) || !zap_live_allowed(mm)) {
-		count_vm_event(PARALLEL_ZAP_REFUSED);
+	if (!zap_parallel_gate(zap_live_allowed(mm)))
 		return false;
-	}
-	if (!sched_offload_idle_cpus(current, 1)) {
-		count_vm_event(PARALLEL_ZAP_BUSY);
-		return false;
-	}
 	if (!zap_parallel_plan(&zj, vma, threshold, &job, "madvise"))
 		return false;
 	update_hiwater_rss(mm);
@@ -1167,37 +1192,10 @@ static int zap_parallel_live_sysctl(const struct ctl_table *table,
 				    int write, void *buffer, size_t *lenp,
 				    loff_t *ppos)
 {
-	int ret;
-
-	mutex_lock(&zap_parallel_lock);
-	ret = proc_dointvec_minmax(table, write, buffer, lenp, ppos);
-	if (!ret && write) {
-		if (sysctl_parallel_zap_live)
-			static_branch_enable(&live_zap_parallel_key);
-		else
-			static_branch_disable(&live_zap_parallel_key);
-	}
-	mutex_unlock(&zap_parallel_lock);
-	return ret;
+	return zap_parallel_key_sysctl(table, write, buffer, lenp, ppos,
+				       &live_zap_parallel_key);
 }
 #endif /* CONFIG_PARALLEL_ZAP_LIVE */
-
-static int zap_parallel_sysctl(const struct ctl_table *table, int write,
-			       void *buffer, size_t *lenp, loff_t *ppos)
-{
-	int ret;
-
-	mutex_lock(&zap_parallel_lock);
-	ret = proc_dointvec_minmax(table, write, buffer, lenp, ppos);
-	if (!ret && write) {
-		if (sysctl_parallel_zap)
-			static_branch_enable(&exit_mmap_zap_parallel_key);
-		else
-			static_branch_disable(&exit_mmap_zap_parallel_key);
-	}
-	mutex_unlock(&zap_parallel_lock);
-	return ret;
-}
 
 /* One block's pages, set at boot (PMD_SIZE is not constant everywhere). */
 static unsigned long zap_threshold_min;

@@ -988,31 +988,26 @@ static void report_tlb(const char *what, size_t bytes, int thp, long us,
 	fflush(stdout);
 }
 
-static void do_munmap(size_t bytes, int thp)
+/*
+ * munmap(), or with @dontneed madvise(MADV_DONTNEED) with the mapping left
+ * in place (then unmapped, untimed), of @bytes mapped and touched.
+ */
+static void do_munmap(size_t bytes, int thp, int dontneed)
 {
 	char *p = map_touch(bytes, thp);
 	long t0, ipis0;
+	int ret;
 
 	teardown_mark(0);
 	ipis0 = tlb_ipis();
 	t0 = now_us();
-	if (munmap(p, bytes))
-		die("munmap");
-	report_tlb("munmap", bytes, thp, now_us() - t0, ipis0);
-}
-
-/* The same with madvise(MADV_DONTNEED), the mapping left in place. */
-static void do_dontneed(size_t bytes, int thp)
-{
-	char *p = map_touch(bytes, thp);
-	long t0, ipis0;
-
-	teardown_mark(0);
-	ipis0 = tlb_ipis();
-	t0 = now_us();
-	if (madvise(p, bytes, MADV_DONTNEED))
-		die("madvise(MADV_DONTNEED)");
-	report_tlb("dontneed", bytes, thp, now_us() - t0, ipis0);
+	ret = dontneed ? madvise(p, bytes, MADV_DONTNEED) : munmap(p, bytes);
+	if (ret)
+		die(dontneed ? "madvise(MADV_DONTNEED)" : "munmap");
+	report_tlb(dontneed ? "dontneed" : "munmap", bytes, thp,
+		   now_us() - t0, ipis0);
+	if (!dontneed)
+		return;
 	if (*(volatile uint64_t *)(p + bytes / 2))
 		die("MADV_DONTNEED left data");
 	munmap(p, bytes);
@@ -1710,7 +1705,7 @@ int main(int argc, char **argv)
 	argc -= n;
 	argv += n;
 	if (argc == 4 && !strcmp(argv[1], "munmap"))
-		do_munmap(mib(argv[2]), atoi(argv[3]));
+		do_munmap(mib(argv[2]), atoi(argv[3]), 0);
 	else if (argc == 4 && !strcmp(argv[1], "exit"))
 		do_exit(mib(argv[2]), atoi(argv[3]));
 	else if (argc == 3 && !strcmp(argv[1], "fork"))
@@ -1725,7 +1720,7 @@ int main(int argc, char **argv)
 		 !strcmp(argv[5], "dontneed"))
 		do_live(argv[2], mib(argv[3]), atoi(argv[4]), 1);
 	else if (argc == 4 && !strcmp(argv[1], "dontneed"))
-		do_dontneed(mib(argv[2]), atoi(argv[3]));
+		do_munmap(mib(argv[2]), atoi(argv[3]), 1);
 	else if (argc == 4 && !strcmp(argv[1], "many"))
 		do_many(atoi(argv[2]), mib(argv[3]));
 	else if (argc == 4 && !strcmp(argv[1], "loop"))
