@@ -316,11 +316,14 @@ bench-hugetlb: kernel-bench
 		--engines $(BENCH_ENGINES) --prealloc
 
 # SIZES (MiB), MODES (off, by_node, interleave, by_node_1h, zap), THP (0, 1
-# or 0,1) and WHAT (munmap, exit, dontneed) narrow it; e.g. exits with the
-# parallel zap against serial and the parallel free on 2 vCPUs, 9 runs:
+# or 0,1) and WHAT (munmap, exit, dontneed, live, live-dontneed) narrow it;
+# e.g. exits with the parallel zap against serial and the parallel free on
+# 2 vCPUs, 9 runs:
 #   make bench-free CPUS=2 REPEAT=9 MODES=off,by_node,zap THP=0,1 WHAT=exit
 # Mode zap is the exit's zap for exits, the live zap (vm.parallel_zap_live)
-# for munmap and dontneed (madvise(MADV_DONTNEED) of the whole mapping).
+# for the others: dontneed is madvise(MADV_DONTNEED) of the whole mapping,
+# live and live-dontneed the middle of a mapping with a thread on every CPU
+# using the mm (the IPIs of a multithreaded process: CPUS=4).
 # One boot runs every row: 9 runs of exits of 2, 4 and 6 GiB, THP off and
 # on, in three modes took 50 minutes here (TCG, 2 cores; 2026-11-26).
 # Each run prints its TLB flush events by reason (tlb:tlb_flush) and

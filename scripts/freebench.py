@@ -110,7 +110,9 @@ def runs(log):
             adv = LIVE_MADVISE_RE.search(line)
             kind = ("exit" if not adv else
                     "munmap" if adv.group(1) == "0" else "dontneed")
-            if last_zap[0][0].split()[0] == kind:
+            row = last_zap[0][0].split()[0]
+            if {"live": "munmap", "live-dontneed": "dontneed"}.get(
+                    row, row) == kind:
                 zap_ns, caller_ns, helper_ns = map(int, m.groups()[6:9])
                 rows = zaps.setdefault(last_zap[0], [])
                 if last_zap[2]:

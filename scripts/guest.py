@@ -1581,10 +1581,11 @@ def cmd_freebench(args):
     if args.thp:
         extra += f" mttest.free_thp={args.thp}"
     if args.what:
-        bad = set(args.what.split(",")) - {"munmap", "exit", "dontneed"}
+        bad = set(args.what.split(",")) - {"munmap", "exit", "dontneed",
+                                           "live", "live-dontneed"}
         if bad:
-            die(f"--what: {','.join(sorted(bad))}: not munmap, exit or "
-                "dontneed")
+            die(f"--what: {','.join(sorted(bad))}: not munmap, exit, "
+                "dontneed, live or live-dontneed")
         extra += f" mttest.free_what={args.what}"
     if args.phases:
         extra += " mttest.free_phases=1"
@@ -1639,6 +1640,8 @@ def main():
                     "(on) or 0,1 (default 0)")
     ap.add_argument("--what", default="", help="freebench: munmap, exit, "
                     "dontneed (madvise(MADV_DONTNEED) of the whole mapping), "
+                    "live, live-dontneed (the middle of a mapping, with a "
+                    "thread on every CPU using the mm: free_test live), "
                     "comma-separated (default munmap,exit)")
     ap.add_argument("--phases", action="store_true", help="freebench: "
                     "profile every run (ftrace's function profiler; the "

@@ -792,7 +792,15 @@ bench() {
 					echo $z > $tr/events/zap_parallel/live_zap_parallel/enable
 					echo 1 > $tlbev
 					[ "$phases" = 1 ] && echo 1 > $tr/function_profile_enabled
-					out=$(free_test $what $mib $thp) || echo "BENCH-FAILED $mode $what $mib"
+					case $what in
+					# A live process: threads on every CPU use
+					# the mm (asleep 3/4 of the time) while the
+					# middle of a mapping is unmapped or
+					# MADV_DONTNEEDed (free_test live).
+					live) out=$(FREE_TEST_EVERY_CPU=1 free_test live anon $mib $thp) ;;
+					live-dontneed) out=$(FREE_TEST_EVERY_CPU=1 free_test live anon $mib $thp dontneed) ;;
+					*) out=$(free_test $what $mib $thp) ;;
+					esac || echo "BENCH-FAILED $mode $what $mib"
 					[ "$phases" = 1 ] && echo 0 > $tr/function_profile_enabled
 					echo 0 > $tlbev
 					echo "BENCH $mode $out"

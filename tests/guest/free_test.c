@@ -129,7 +129,9 @@
  *                                       CPUs are idle for helpers, unless
  *                                       FREE_TEST_BUSY is in the
  *                                       environment (then a thread on every
- *                                       CPU, never asleep).  With dontneed,
+ *                                       CPU, never asleep; with
+ *                                       FREE_TEST_EVERY_CPU one on every CPU,
+ *                                       asleep as said).  With dontneed,
  *                                       madvise(MADV_DONTNEED) instead
  *                                       (MADV_DONTNEED_LOCKED for mlock):
  *                                       then the range reads zero (the
@@ -1396,7 +1398,7 @@ static void do_live(const char *kind, size_t bytes, int thp, int dontneed)
 	 * half of them, so that an idle CPU is there for the zap's helpers
 	 * when it asks (one instant), under TCG's oversubscribed vCPUs too.
 	 */
-	n = live_busy ? n : n / 2;
+	n = live_busy || getenv("FREE_TEST_EVERY_CPU") ? n : n / 2;
 	n = n < 2 ? 2 : n > 64 ? 64 : n;
 	live_threads = n;
 	live_dontneed = dontneed;
