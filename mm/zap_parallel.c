@@ -644,10 +644,14 @@ static int zap_parallel_chunk(unsigned long start, unsigned long end,
 		to = min3(hi, vma->vm_end, zj->limit);
 		if (!zap_parallel_vma_ok(vma) || from >= to)
 			continue;
-		if (zj->details)
+#ifdef CONFIG_PARALLEL_ZAP_LIVE
+		/* madvise()'s walk, with its zap_details. */
+		if (zj->details) {
 			zap_vma_range_chunk(&tlb, vma, from, to, zj->details);
-		else
-			unmap_vma_range(&tlb, vma, from, to);
+			continue;
+		}
+#endif
+		unmap_vma_range(&tlb, vma, from, to);
 	}
 	tlb_finish_mmu(&tlb);
 	runtime = task_sched_runtime(current) - runtime;

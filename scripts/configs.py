@@ -66,6 +66,9 @@ ENTRIES = [
     ("parallel-free-n", "x86_64", ["-d", "MMU_GATHER_PARALLEL_FREE",
                                    "-e", "EXIT_MMAP_PARALLEL_ZAP"],
      "the zap without the parallel free"),
+    ("parallel-zap-live-n", "x86_64", ["-d", "PARALLEL_ZAP_LIVE",
+                                       "-e", "EXIT_MMAP_PARALLEL_ZAP"],
+     "the exit's zap without the live zap (munmap(), MADV_DONTNEED)"),
     ("arm64-defconfig", "arm64", [], "arm64's defconfig with the series"),
 ]
 
