@@ -794,8 +794,8 @@ unreserve:
  * Starts the mmu notifier range of a planned job: @unmap's, as unmap_vmas()
  * does, or without @unmap @zj->one's range, as zap_vma_range_batched().
  */
-static void zap_parallel_start(struct zap_job *zj, struct unmap_desc *unmap,
-			       struct mmu_notifier_range *range)
+static u64 zap_parallel_start(struct zap_job *zj, struct unmap_desc *unmap,
+			      struct mmu_notifier_range *range)
 {
 	if (unmap)
 		mmu_notifier_range_init(range, MMU_NOTIFY_UNMAP, 0, zj->mm,
@@ -804,21 +804,21 @@ static void zap_parallel_start(struct zap_job *zj, struct unmap_desc *unmap,
 		mmu_notifier_range_init(range, MMU_NOTIFY_CLEAR, 0, zj->mm,
 					zj->start, zj->limit);
 	mmu_notifier_invalidate_range_start(range);
-	zj->job_ns = local_clock();
+	return local_clock();
 }
 
 /*
- * After the job (mtjob_run_report() returned @ret): charges the helpers to
+ * After the job, started at @start_ns (mtjob_run_report() returned @ret):
+ * charges the helpers to
  * the caller, zaps with @tlb, in address order, the VMAs of @unmap helpers
  * may not, as unmap_vmas() would, and ends the notifier range.
  */
 static void zap_parallel_finish(struct zap_job *zj, struct mmu_gather *tlb,
 				struct unmap_desc *unmap,
-				struct mmu_notifier_range *range,
+				struct mmu_notifier_range *range, u64 start_ns,
 				const struct mtjob_report *report, int ret)
 {
 	struct vm_area_struct *vma;
-	u64 start_ns = zj->job_ns;
 
 	/* Valid by construction: on -EINVAL nothing ran. */
 	if (WARN_ON_ONCE(ret))
@@ -904,6 +904,7 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
 	struct mmu_notifier_range range;
 	struct mtjob_report report = {};
 	struct mtjob job;
+	u64 start_ns;
 	unsigned long pages;
 	int ret;
 
@@ -916,10 +917,11 @@ bool __exit_mmap_zap_parallel(struct mmu_gather *tlb, struct unmap_desc *unmap)
 		return false;
 	if (!zap_parallel_plan(&zj, unmap->first, 0, &job, "exit_mmap"))
 		return false;
-	zap_parallel_start(&zj, unmap, &range);
+	start_ns = zap_parallel_start(&zj, unmap, &range);
 	/* Each caller its own call site: its own lockdep class. */
 	ret = mtjob_run_report(&job, &report);
-	zap_parallel_finish(&zj, tlb, unmap, &range, &report, ret);
+	zap_parallel_finish(&zj, tlb, unmap, &range, start_ns, &report,
+			    ret);
 	trace_exit_mmap_zap_parallel(pages, zj.nr_vmas, zj.entries,
 				     zj.nr_segs, zj.helpers, zj.threads,
 				     zj.job_ns, zj.tail_ns,
@@ -1105,6 +1107,7 @@ bool __munmap_zap_parallel(struct unmap_desc *unmap)
 	struct mtjob_report report = {};
 	struct mmu_gather tlb;
 	struct mtjob job;
+	u64 start_ns;
 	int ret;
 
 	/* The range's size first, then its populated entries' reach. */
@@ -1116,9 +1119,10 @@ bool __munmap_zap_parallel(struct unmap_desc *unmap)
 		return false;
 	tlb_gather_mmu(&tlb, mm);
 	update_hiwater_rss(mm);
-	zap_parallel_start(&zj, unmap, &range);
+	start_ns = zap_parallel_start(&zj, unmap, &range);
 	ret = mtjob_run_report(&job, &report);
-	zap_parallel_finish(&zj, &tlb, unmap, &range, &report, ret);
+	zap_parallel_finish(&zj, &tlb, unmap, &range, start_ns, &report,
+			    ret);
 	mas_set(unmap->mas, unmap->tree_reset);
 	free_pgtables(&tlb, unmap);
 	tlb_finish_mmu(&tlb);
@@ -1171,6 +1175,7 @@ bool __madvise_zap_parallel(struct mmu_gather *tlb, struct vm_area_struct *vma,
 	struct mmu_notifier_range range;
 	struct mtjob_report report = {};
 	struct mtjob job;
+	u64 start_ns;
 	int ret;
 
 	if ((end - start) >> PAGE_SHIFT < threshold || !zap_parallel_vma_ok(vma))
@@ -1180,9 +1185,10 @@ bool __madvise_zap_parallel(struct mmu_gather *tlb, struct vm_area_struct *vma,
 	if (!zap_parallel_plan(&zj, vma, threshold, &job, "madvise"))
 		return false;
 	update_hiwater_rss(mm);
-	zap_parallel_start(&zj, NULL, &range);
+	start_ns = zap_parallel_start(&zj, NULL, &range);
 	ret = mtjob_run_report(&job, &report);
-	zap_parallel_finish(&zj, tlb, NULL, &range, &report, ret);
+	zap_parallel_finish(&zj, tlb, NULL, &range, start_ns, &report,
+			    ret);
 	trace_live_zap_parallel(behavior, start, end, 1, zj.entries,
 				zj.nr_segs, zj.helpers, zj.threads, zj.job_ns,
 				zj.tail_ns, atomic64_read(&zj.helper_ns),
