@@ -328,19 +328,23 @@ bench-hugetlb: kernel-bench
 # on, in three modes took 50 minutes here (TCG, 2 cores; 2026-11-26).
 # Each run prints its TLB flush events by reason (tlb:tlb_flush) and
 # shootdown IPIs beside the times; SPREAD=1 has a thread on every vCPU touch
-# the exit's memory first, so that every CPU has used the mm.
+# the exit's memory first, so that every CPU has used the mm; LOCAL=1 puts
+# the memory where the default policy does, one VMA, instead of half bound
+# to each node (two VMAs, so two MADV_DONTNEED jobs).
 # PHASES=1 profiles every run and prints the time of the walk, the TLB
 # flushes, the page frees and the page tables (scripts/freebench.py).
 FREE_TIMEOUT ?= 7800
 PHASES ?= 0
 SPREAD ?= 0
+LOCAL ?= 0
 bench-free: kernel-bench
 	$(PYTHON_PLOT) scripts/guest.py freebench --kbuild $(KBUILD_BENCH) \
 		--mem $(MEM) --cpus $(CPUS) --nodes $(NODES) --repeat $(REPEAT) \
 		--timeout $(FREE_TIMEOUT) --sizes "$(SIZES)" --modes "$(MODES)" \
 		--thp "$(THP)" --what "$(WHAT)" --prealloc \
 		$(if $(filter 1,$(PHASES)),--phases) \
-		$(if $(filter 1,$(SPREAD)),--spread)
+		$(if $(filter 1,$(SPREAD)),--spread) \
+		$(if $(filter 1,$(LOCAL)),--local)
 
 # The engines side by side (CONFIG_MTJOB_BENCH; one boot; CSV and plots in
 # build/bench/).  Defaults: 2 nodes, 2 vCPUs in all, which the 2-core host

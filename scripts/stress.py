@@ -16,7 +16,10 @@ the whole with 'stress: N passed, N failed'.
            only with --free-quick); a data race report that names our
            code, as a racing function or in either access's stack, fails
   hotplug  CPUs offlined and onlined for --hotplug-seconds while teardowns
-           run at the lowest threshold (4 nodes x 2 vCPUs)
+           run at the lowest threshold (4 nodes x 2 vCPUs): munmap(),
+           exit(), and the munmap() and MADV_DONTNEED of a live mm whose
+           threads use the range's neighbours; each parallel path must
+           have run
   server   a simulated large server: 8 nodes x 2 vCPUs x 64 GiB with each
            engine (deferred init, hugetlb 2M and 1G per node), the free
            tests on it, a node with memory and no CPU, numa=fake=8
@@ -202,10 +205,52 @@ def part_random(args, check):
     check(not bad, "random: no BUG/WARNING" + (f": {bad[0]}" if bad else ""))
 
 
+def zap_only_kasan(args, check, kbuild):
+    """--zap-only on KASAN: the zap's cases (exit, munmap() and
+    MADV_DONTNEED of a live mm) and the mm selftests at its lowest
+    threshold; guest.py fails on any report (a BUG line)."""
+    guest_cmd(args, "kasan", "freetest", kbuild, check, "--only", "zap",
+              "--timeout", "5400", "--append", KASAN_APPEND)
+    guest_cmd(args, "kasan", "freetest", kbuild, check, "--only",
+              "selftests", "--quick", "--timeout", "5400", "--append",
+              KASAN_APPEND)
+
+
+def zap_only_kcsan(args, check, kbuild):
+    """--zap-only on KCSAN: the same two boots; a report naming our code
+    fails, the others are listed."""
+    for mode, name in (("mttest.free=zap", "zap"),
+                       (guest.free_params(True).replace(
+                           "mttest.free=quick", "mttest.free=selftest")
+                        + " mttest.selftest_reps=1 "
+                        + guest.hugetlb_selftest_param(kbuild), "selftests")):
+        g = guest_args(args, kbuild, 2, 4, 8, mm_selftests=True)
+        g.timeout = 5400
+        r, log = guest.boot(g, "rust", mode)
+        path = guest.save_log(g, f"kcsan-{name}.log", log)
+        ours, others = kcsan_reports(log)
+        check(r["ok"], f"kcsan: {name}: ran ({r['wall']:.0f} s; {path})")
+        check(not ours, f"kcsan: {name}: no data race in our code "
+              f"({len(ours)}{': ' + ours[0] if ours else ''}; "
+              f"{len(others)} elsewhere)")
+        for x in sorted(set(others)):
+            print(f"  kcsan (not ours): {x}")
+        if name == "zap":
+            free_cases(check, "kcsan: zap", g, log)
+            live = [z for z in guest.ZAPCASE_RE.findall(log)
+                    if z[0].startswith(("zap-munmap-", "zap-dontneed-"))]
+            check(len(live) >= 10, f"kcsan: zap: {len(live)} live-mm "
+                  "cases ran")
+        else:
+            guest.mm_selftest_checks(check, log, True, kbuild)
+
+
 def part_kasan(args, check):
     kbuild = build(args, "kasan", check)
     if not kbuild:
         return
+    if args.zap_only:
+        return zap_only_kasan(args, check, kbuild)
     log = kunit(args, "kasan", kbuild, check, extra=(KASAN_APPEND,))
     bad = [x for x in log.splitlines()
            if re.search(r"BUG: KASAN|UBSAN:|WARNING:", x)]
@@ -254,6 +299,8 @@ def part_kcsan(args, check):
     kbuild = build(args, "kcsan", check)
     if not kbuild:
         return
+    if args.zap_only:
+        return zap_only_kcsan(args, check, kbuild)
     log = kunit(args, "kcsan", kbuild, check)
     ours, others = kcsan_reports(log)
     check(not ours, f"kcsan: no data race in our code during KUnit "
@@ -308,6 +355,10 @@ def part_hotplug(args, check):
           f"times in {args.hotplug_seconds} s of teardowns ({path})")
     check(not r["bad"], "hotplug: clean log"
           + (f": {r['bad'][0]}" if r["bad"] else ""))
+    live, lthreads = (int(m.group(4)), int(m.group(5))) if m else (0, 0)
+    check(live >= 1 and lthreads >= 2 * live, f"hotplug: {live} munmap()s "
+          f"and MADV_DONTNEEDs of a live mm zapped in parallel with "
+          f"{lthreads} threads meanwhile")
     zaps, threads = (int(m.group(2)), int(m.group(3))) if m else (0, 0)
     check(zaps >= 1 and threads >= 2 * zaps, f"hotplug: {zaps} exits "
           f"zapped in parallel with {threads} threads meanwhile")
@@ -399,8 +450,13 @@ def main():
                     "injection only, no free tests (about 25 minutes less)")
     ap.add_argument("--free-quick", action="store_true",
                     help="kasan/kcsan: the free tests as 'make check' runs "
-                    "them (freetest --quick: 14 of the 19 parallel zap cases "
+                    "them (freetest --quick: 38 of the 43 parallel zap cases "
                     "and the mm selftests)")
+    ap.add_argument("--zap-only", action="store_true",
+                    help="kasan/kcsan: only the parallel zap's cases (the "
+                    "exit's, and munmap() and MADV_DONTNEED of a live mm) "
+                    "and the mm selftests at its lowest threshold, no "
+                    "KUnit, boot or free tests (about an hour less)")
     ap.add_argument("--logdir", default=os.path.join(REPO, "build", "logs",
                                                      "stress"))
     args = ap.parse_args()

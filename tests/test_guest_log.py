@@ -382,3 +382,18 @@ class CaseTimes(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class HotplugLine(unittest.TestCase):
+    """free.sh's FREEHOTPLUG line, with the live ranges' zaps."""
+
+    def test_fields(self):
+        m = guest.FREEHOTPLUG_RE.search(
+            "x\nFREEHOTPLUG cycles=12 zaps=3 zap_threads=9 live=4 "
+            "live_threads=10\ny\n")
+        self.assertEqual(m.groups(), ("12", "3", "9", "4", "10"))
+
+    def test_old_line_is_not_read(self):
+        # A log from before the live ranges: no silent zero.
+        self.assertIsNone(guest.FREEHOTPLUG_RE.search(
+            "FREEHOTPLUG cycles=12 zaps=3 zap_threads=9\n"))

@@ -609,6 +609,10 @@ zap_munmap_cases() {
 	run_zap_munmap zap-munmap-shared free_test live shared "$m" 0
 	run_zap_munmap zap-munmap-mlock free_test live mlock "$m" 0
 	run_zap_munmap zap-munmap-swap free_test swap "$m"
+	# Registered with a userfaultfd: missing mode (anonymous), and
+	# write-protected (a memfd); exit 4 (no such userfaultfd) is a skip.
+	run_zap_munmap zap-munmap-uffd free_test live uffd "$m" 0
+	run_zap_munmap zap-munmap-uffd-wp free_test live uffd-wp "$m" 0
 	run_zap_munmap zap-munmap-nice-19 free_test nice19 live anon "$m" 0
 	# 128 MiB: below ZAP_LOW with 4 KiB and with 64 KiB pages.
 	run_zap_munmap zap-munmap-small free_test live anon 128 0
@@ -621,6 +625,11 @@ zap_munmap_cases() {
 		free_test live shared "$m" 0 dontneed
 	run_zap_dontneed zap-dontneed-locked \
 		free_test live mlock "$m" 0 dontneed
+	# The REMOVE event of the range, then the handler fills what reads
+	# it; a memfd write-protected keeps a marker in every zapped entry.
+	run_zap_dontneed zap-dontneed-uffd free_test live uffd "$m" 0 dontneed
+	run_zap_dontneed zap-dontneed-uffd-wp \
+		free_test live uffd-wp "$m" 0 dontneed
 	echo 0 > $VM/parallel_zap_live
 }
 
@@ -742,6 +751,7 @@ bench() {
 	whats=$(arg mttest.free_what | tr , ' ')
 	phases=$(arg mttest.free_phases)
 	[ "$(arg mttest.free_spread)" = 1 ] && export FREE_TEST_SPREAD=1
+	[ "$(arg mttest.free_local)" = 1 ] && export FREE_TEST_LOCAL=1
 	tr=/sys/kernel/tracing
 	mount -t tracefs nodev $tr 2>/dev/null
 	# x86's tlb:tlb_flush, counted by reason between free_test's marks.
@@ -826,16 +836,28 @@ bench() {
 # CPUs 1 and up go offline and online, one at a time and then all at once,
 # while teardowns of 128 to 512 MiB (some forking COW children) run with the
 # lowest threshold, and exits are zapped in parallel (mode hotplug).
+# live_zaps [_threads]: munmap()'s and MADV_DONTNEED's parallel zaps (or
+# their threads), summed.
+live_zaps() {
+	echo $(($(vmstat parallel_zap_munmap$1) + $(vmstat parallel_zap_dontneed$1)))
+}
 hotplug() {
 	cpus=$(ls -d /sys/devices/system/cpu/cpu[1-9]* | sed 's/.*cpu//')
 	end=$(($(date +%s) + $(arg mttest.hotplug_seconds)))
 	z0=$(vmstat parallel_zap) t0=$(vmstat parallel_zap_threads)
+	l0=$(live_zaps) lt0=$(live_zaps _threads)
 	( while [ "$(date +%s)" -lt "$end" ]; do
 		free_test loop 4 256 || exit 1
 	  done ) & w1=$!
 	( while [ "$(date +%s)" -lt "$end" ]; do
 		free_test munmap 512 0 && free_test fork 128 || exit 1
 	  done ) & w2=$!
+	# A live mm's munmap() and MADV_DONTNEED (vm.parallel_zap_live on in
+	# mode hotplug), with threads using the range's neighbours.
+	( while [ "$(date +%s)" -lt "$end" ]; do
+		free_test live anon 256 0 &&
+			free_test live anon 256 0 dontneed || exit 1
+	  done ) & w3=$!
 	n=0
 	while [ "$(date +%s)" -lt "$end" ]; do
 		# One CPU at a time, then all but CPU 0 at once (the nodes of
@@ -855,9 +877,13 @@ hotplug() {
 	rc=0
 	wait $w1 || rc=1
 	wait $w2 || rc=1
-	# The exits zapped in parallel meanwhile, and their threads.
+	wait $w3 || rc=1
+	# The exits zapped in parallel meanwhile, and their threads; the live
+	# ranges' (munmap() and MADV_DONTNEED together).
 	echo "FREEHOTPLUG cycles=$n zaps=$(($(vmstat parallel_zap) - z0))" \
-		"zap_threads=$(($(vmstat parallel_zap_threads) - t0))"
+		"zap_threads=$(($(vmstat parallel_zap_threads) - t0))" \
+		"live=$(($(live_zaps) - l0))" \
+		"live_threads=$(($(live_zaps _threads) - lt0))"
 	return $rc
 }
 
@@ -1043,7 +1069,7 @@ hotplug|hotplug-serial)
 	# hotplug-serial: the same teardowns and hotplug with the parallel free
 	# off, the control for whatever the hotplug run's log shows.
 	[ "$(arg mttest.free)" = hotplug ] && echo 1 > $VM/parallel_free &&
-		echo 1 > $VM/parallel_zap
+		echo 1 > $VM/parallel_zap && echo 1 > $VM/parallel_zap_live
 	echo $LOWEST > $VM/parallel_free_threshold
 	echo $PMD_PAGES > $VM/parallel_zap_threshold
 	sched_trace_setup || exit 1

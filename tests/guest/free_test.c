@@ -135,7 +135,18 @@
  *                                       madvise(MADV_DONTNEED) instead
  *                                       (MADV_DONTNEED_LOCKED for mlock):
  *                                       then the range reads zero (the
- *                                       memfd's data for shared)
+ *                                       memfd's data for shared).  KIND
+ *                                       uffd: anonymous, registered with a
+ *                                       userfaultfd (missing mode): the
+ *                                       UNMAP or REMOVE event of the
+ *                                       range, and what reads the range
+ *                                       after MADV_DONTNEED is the
+ *                                       handler's fill; uffd-wp: a memfd,
+ *                                       write-protected: writes after
+ *                                       MADV_DONTNEED raise write-protect
+ *                                       faults (the zap's markers); both
+ *                                       exit 4 where the kernel has no
+ *                                       such userfaultfd
  *
  * A command may follow scheduling prefixes (busybox-static has no chrt):
  *   rt      SCHED_FIFO, priority 10     idle    SCHED_IDLE
@@ -154,6 +165,7 @@
 #include <string.h>
 #include <sched.h>
 #include <setjmp.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -162,6 +174,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/userfaultfd.h>
 
 #define MPOL_BIND_MODE	2
 #ifndef SYS_pidfd_open
@@ -1378,17 +1391,204 @@ static void *live_worker(void *arg)
 	return NULL;
 }
 
+/*
+ * The uffd kinds: the range registered with a userfaultfd, whose events a
+ * thread of its own reads.  uffd: anonymous, missing mode, with the
+ * REMOVE and UNMAP events: a missing fault in the range is filled with a
+ * page whose first word is off ^ UFFD_SALT, so that what reads that after
+ * the zap was zapped (not the old off ^ LIVE_SALT).  uffd-wp: a memfd, the
+ * range write-protected: MADV_DONTNEED must leave a uffd-wp marker in
+ * every zapped entry (zap_install_uffd_wp_if_needed()), so a write there
+ * after it must raise a write-protect fault.
+ */
+#define UFFD_SALT	0xa5a5000000000000ULL
+#define UFFD_PENDING	1024
+static int uffd = -1;
+static volatile int uffd_stop;
+static volatile long uffd_faults, uffd_wp_faults;
+static volatile unsigned long uffd_ev_start, uffd_ev_end;
+static volatile int uffd_ev, uffd_nev;
+
+/*
+ * Resolve the fault at @addr: fill the missing page, or (@addr | 1) make
+ * the page writable; 0 if it must be tried again later.
+ */
+static int uffd_resolve(char *page, unsigned long addr)
+{
+	struct uffdio_writeprotect wp = {
+		.range = { .start = addr & ~1UL, .len = PAGE },
+	};
+	struct uffdio_copy c = {
+		.dst = addr, .src = (uintptr_t)page, .len = PAGE,
+	};
+
+	if (addr & 1) {
+		if (!ioctl(uffd, UFFDIO_WRITEPROTECT, &wp))
+			return 1;
+	} else {
+		memset(page, 0, PAGE);
+		*(uint64_t *)page = (addr - (uintptr_t)live_map) ^ UFFD_SALT;
+		if (!ioctl(uffd, UFFDIO_COPY, &c) || errno == EEXIST)
+			return 1;
+	}
+	/*
+	 * -EAGAIN while the REMOVE or UNMAP event is pending (mmap_changing):
+	 * read it first, or the faulting thread waits forever.
+	 */
+	if (errno != EAGAIN)
+		live_bad = 2;
+	return 0;
+}
+
+static void *uffd_handler(void *arg)
+{
+	struct pollfd pfd = { .fd = uffd, .events = POLLIN };
+	unsigned long pending[UFFD_PENDING];
+	int npending = 0;
+	char *page = aligned_alloc(PAGE, PAGE);
+
+	if (!page)
+		die("aligned_alloc");
+	while (!uffd_stop || npending) {
+		struct uffd_msg msg;
+		int i, j;
+
+		for (i = j = 0; i < npending; i++)
+			if (!uffd_resolve(page, pending[i]))
+				pending[j++] = pending[i];
+		npending = j;
+		if (poll(&pfd, 1, 10) <= 0)
+			continue;
+		if (read(uffd, &msg, sizeof(msg)) != sizeof(msg)) {
+			if (errno != EAGAIN)
+				live_bad = 2;
+			continue;
+		}
+		switch (msg.event) {
+		case UFFD_EVENT_PAGEFAULT: {
+			unsigned long a = msg.arg.pagefault.address & ~(PAGE - 1);
+
+			if (msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) {
+				uffd_wp_faults++;
+				a |= 1;
+			} else {
+				uffd_faults++;
+			}
+			if (!uffd_resolve(page, a)) {
+				if (npending == UFFD_PENDING)
+					live_bad = 2;
+				else
+					pending[npending++] = a;
+			}
+			break;
+		}
+		case UFFD_EVENT_REMOVE:
+		case UFFD_EVENT_UNMAP:
+			uffd_ev_start = msg.arg.remove.start;
+			uffd_ev_end = msg.arg.remove.end;
+			uffd_ev = msg.event;
+			uffd_nev++;
+			break;
+		default:
+			live_bad = 2;
+		}
+	}
+	free(page);
+	return NULL;
+}
+
+/*
+ * Register the range with a userfaultfd: missing mode (@wp 0) or
+ * write-protect mode, the range write-protected (@wp 1); exits 4
+ * (kselftest's skip) when the kernel cannot.
+ */
+static pthread_t uffd_start(int wp)
+{
+	struct uffdio_api api = {
+		.api = UFFD_API,
+		.features = UFFD_FEATURE_EVENT_REMOVE | UFFD_FEATURE_EVENT_UNMAP |
+			    (wp ? UFFD_FEATURE_WP_HUGETLBFS_SHMEM : 0),
+	};
+	struct uffdio_register reg = {
+		.range = { .start = (uintptr_t)live_map + live_lo,
+			   .len = live_bytes },
+		.mode = wp ? UFFDIO_REGISTER_MODE_WP :
+			     UFFDIO_REGISTER_MODE_MISSING,
+	};
+	pthread_t th;
+
+	uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (uffd < 0)
+		die("userfaultfd");
+	if (ioctl(uffd, UFFDIO_API, &api)) {
+		fprintf(stderr, "free_test: live: UFFDIO_API: %s: skipped\n",
+			strerror(errno));
+		exit(4);
+	}
+	if (ioctl(uffd, UFFDIO_REGISTER, &reg))
+		die("UFFDIO_REGISTER");
+	if (wp) {
+		struct uffdio_writeprotect p = {
+			.range = reg.range, .mode = UFFDIO_WRITEPROTECT_MODE_WP,
+		};
+
+		if (ioctl(uffd, UFFDIO_WRITEPROTECT, &p))
+			die("UFFDIO_WRITEPROTECT");
+	}
+	if (pthread_create(&th, NULL, uffd_handler, NULL))
+		die("pthread_create");
+	return th;
+}
+
+/* The REMOVE (MADV_DONTNEED) or UNMAP (munmap()) event of the range. */
+static void uffd_event_check(int dontneed)
+{
+	unsigned long start = (uintptr_t)live_map + live_lo;
+	int want = dontneed ? UFFD_EVENT_REMOVE : UFFD_EVENT_UNMAP;
+
+	if (uffd_nev != 1 || uffd_ev != want || uffd_ev_start != start ||
+	    uffd_ev_end != start + live_bytes) {
+		fprintf(stderr, "free_test: live: %d uffd events, the last "
+			"%d [%lx, %lx), not %d [%lx, %lx)\n", uffd_nev,
+			uffd_ev, uffd_ev_start, uffd_ev_end, want, start,
+			start + live_bytes);
+		exit(1);
+	}
+}
+
+/*
+ * uffd-wp after MADV_DONTNEED: a write to pages of the range that no
+ * worker touched (beyond both windows) raises one write-protect fault
+ * each: the zap left its marker in every entry.
+ */
+static void uffd_wp_check(void)
+{
+	size_t lo = live_lo + LIVE_WINDOW * PAGE;
+	size_t hi = live_lo + live_bytes - LIVE_WINDOW * PAGE, off;
+	long before = uffd_wp_faults, n = 0;
+
+	for (off = lo; off < hi; off += 7 * PAGE, n++)
+		*(volatile uint64_t *)(live_map + off + 16) = 1;
+	if (uffd_wp_faults - before != n) {
+		fprintf(stderr, "free_test: live: %ld writes after "
+			"MADV_DONTNEED raised %ld write-protect faults\n", n,
+			uffd_wp_faults - before);
+		exit(1);
+	}
+}
+
 static void do_live(const char *kind, size_t bytes, int thp, int dontneed)
 {
 	size_t pmd = PAGE * (PAGE / 8), edge = pmd + 3 * PAGE, len, off;
 	long n = sysconf(_SC_NPROCESSORS_ONLN), i, t0, us, ipis0;
-	int shared = !strcmp(kind, "shared"), fd = -1, ready[2], go[2];
-	pthread_t th[64];
+	int shared = !strcmp(kind, "shared") || !strcmp(kind, "uffd-wp");
+	int uffd_kind = !strncmp(kind, "uffd", 4), fd = -1, ready[2], go[2];
+	pthread_t th[64], uffd_th = 0;
 	pid_t child = 0;
 	char *raw;
 
-	if (!shared && strcmp(kind, "anon") && strcmp(kind, "cow") &&
-	    strcmp(kind, "mlock")) {
+	if (!shared && !uffd_kind && strcmp(kind, "anon") &&
+	    strcmp(kind, "cow") && strcmp(kind, "mlock")) {
 		fprintf(stderr, "free_test: live: no kind %s\n", kind);
 		exit(2);
 	}
@@ -1433,6 +1633,8 @@ static void do_live(const char *kind, size_t bytes, int thp, int dontneed)
 		*(uint64_t *)(live_map + off) = off ^ LIVE_SALT;
 	if (!strcmp(kind, "mlock") && mlock(live_map + live_lo, bytes))
 		die("mlock");
+	if (uffd_kind)
+		uffd_th = uffd_start(shared);
 	if (!strcmp(kind, "cow")) {
 		child = fork_piped(ready, go);
 		if (!child) {
@@ -1481,7 +1683,7 @@ static void do_live(const char *kind, size_t bytes, int thp, int dontneed)
 	live_stop = 1;
 	for (i = 0; i < n; i++)
 		pthread_join(th[i], NULL);
-	if (live_bad) {
+	if (live_bad == 1) {
 		fprintf(stderr, "free_test: live: a neighbouring page changed "
 			"while the range was unmapped\n");
 		exit(1);
@@ -1495,11 +1697,17 @@ static void do_live(const char *kind, size_t bytes, int thp, int dontneed)
 			exit(1);
 		}
 	}
-	/* Zero again (anonymous), or the file's data (shared), every page. */
-	for (off = live_lo; dontneed && off < live_lo + bytes; off += PAGE) {
+	/*
+	 * Zero again (anonymous), or the file's data (shared), every page;
+	 * uffd's fill (every eighth page: each read is a round trip to its
+	 * thread).
+	 */
+	for (off = live_lo; dontneed && off < live_lo + bytes;
+	     off += uffd_kind && !shared ? 8 * PAGE : PAGE) {
 		uint64_t v = *(volatile uint64_t *)(live_map + off);
 
-		if (v != (shared ? off ^ LIVE_SALT : 0)) {
+		if (v != (shared ? off ^ LIVE_SALT :
+			  uffd_kind ? off ^ UFFD_SALT : 0)) {
 			fprintf(stderr, "free_test: live: page at %zu reads "
 				"%llx after MADV_DONTNEED\n", off,
 				(unsigned long long)v);
@@ -1525,6 +1733,21 @@ static void do_live(const char *kind, size_t bytes, int thp, int dontneed)
 				"of the range still mapped\n", off);
 			exit(1);
 		}
+	}
+	if (uffd_kind) {
+		if (shared && dontneed)
+			uffd_wp_check();
+		uffd_stop = 1;
+		pthread_join(uffd_th, NULL);
+		if (live_bad) {
+			fprintf(stderr, "free_test: live: the userfaultfd's "
+				"thread failed\n");
+			exit(1);
+		}
+		uffd_event_check(dontneed);
+		printf("FREEUFFD missing=%ld wp=%ld events=%d\n", uffd_faults,
+		       uffd_wp_faults, uffd_nev);
+		close(uffd);
 	}
 	if (shared) {
 		for (off = live_lo; off < live_lo + bytes; off += PAGE) {
