@@ -380,10 +380,6 @@ class CaseTimes(unittest.TestCase):
                          "case times: no CASETIME line")
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class HotplugLine(unittest.TestCase):
     """free.sh's FREEHOTPLUG line, with the live ranges' zaps."""
 
@@ -397,3 +393,8 @@ class HotplugLine(unittest.TestCase):
         # A log from before the live ranges: no silent zero.
         self.assertIsNone(guest.FREEHOTPLUG_RE.search(
             "FREEHOTPLUG cycles=12 zaps=3 zap_threads=9\n"))
+
+
+if __name__ == "__main__":
+    unittest.main()
+

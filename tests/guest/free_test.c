@@ -1428,15 +1428,24 @@ static int uffd_resolve(char *page, unsigned long addr)
 	} else {
 		memset(page, 0, PAGE);
 		*(uint64_t *)page = (addr - (uintptr_t)live_map) ^ UFFD_SALT;
-		if (!ioctl(uffd, UFFDIO_COPY, &c) || errno == EEXIST)
+		if (!ioctl(uffd, UFFDIO_COPY, &c))
 			return 1;
+		/* Filled by an earlier fault's copy: wake this one's thread. */
+		if (errno == EEXIST) {
+			struct uffdio_range r = { .start = addr, .len = PAGE };
+
+			if (ioctl(uffd, UFFDIO_WAKE, &r))
+				die("UFFDIO_WAKE");
+			return 1;
+		}
 	}
 	/*
 	 * -EAGAIN while the REMOVE or UNMAP event is pending (mmap_changing):
-	 * read it first, or the faulting thread waits forever.
+	 * read it first, or the faulting thread waits forever.  Anything else
+	 * leaves a thread waiting: fail now, not at the guest's timeout.
 	 */
 	if (errno != EAGAIN)
-		live_bad = 2;
+		die(addr & 1 ? "UFFDIO_WRITEPROTECT" : "UFFDIO_COPY");
 	return 0;
 }
 
@@ -1461,7 +1470,7 @@ static void *uffd_handler(void *arg)
 			continue;
 		if (read(uffd, &msg, sizeof(msg)) != sizeof(msg)) {
 			if (errno != EAGAIN)
-				live_bad = 2;
+				die("read(userfaultfd)");
 			continue;
 		}
 		switch (msg.event) {
@@ -1475,10 +1484,13 @@ static void *uffd_handler(void *arg)
 				uffd_faults++;
 			}
 			if (!uffd_resolve(page, a)) {
-				if (npending == UFFD_PENDING)
-					live_bad = 2;
-				else
-					pending[npending++] = a;
+				if (npending == UFFD_PENDING) {
+					fprintf(stderr, "free_test: live: more "
+						"than %d faults to retry\n",
+						UFFD_PENDING);
+					exit(1);
+				}
+				pending[npending++] = a;
 			}
 			break;
 		}
@@ -1490,7 +1502,9 @@ static void *uffd_handler(void *arg)
 			uffd_nev++;
 			break;
 		default:
-			live_bad = 2;
+			fprintf(stderr, "free_test: live: uffd event %d\n",
+				msg.event);
+			exit(1);
 		}
 	}
 	free(page);
@@ -1499,8 +1513,7 @@ static void *uffd_handler(void *arg)
 
 /*
  * Register the range with a userfaultfd: missing mode (@wp 0) or
- * write-protect mode, the range write-protected (@wp 1); exits 4
- * (kselftest's skip) when the kernel cannot.
+ * write-protect mode, the range write-protected (@wp 1).
  */
 static pthread_t uffd_start(int wp)
 {
@@ -1520,11 +1533,8 @@ static pthread_t uffd_start(int wp)
 	uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	if (uffd < 0)
 		die("userfaultfd");
-	if (ioctl(uffd, UFFDIO_API, &api)) {
-		fprintf(stderr, "free_test: live: UFFDIO_API: %s: skipped\n",
-			strerror(errno));
-		exit(4);
-	}
+	if (ioctl(uffd, UFFDIO_API, &api))
+		die("UFFDIO_API");
 	if (ioctl(uffd, UFFDIO_REGISTER, &reg))
 		die("UFFDIO_REGISTER");
 	if (wp) {
@@ -1577,12 +1587,53 @@ static void uffd_wp_check(void)
 	}
 }
 
+/*
+ * After MADV_DONTNEED, before anything reads the range: no page of it
+ * present or swapped (/proc/self/pagemap bits 63 and 62), or with @wp a
+ * uffd-wp marker in every entry (bit 57 set, 63 clear; a marker is
+ * reported as swapped).  The PMD blocks of the workers' windows are left
+ * out: their refaults may map a THP over the whole block.
+ */
+static void live_pagemap_check(int wp)
+{
+	size_t pmd = PAGE * (PAGE / 8), n, i, pages = 0;
+	uintptr_t base = (uintptr_t)live_map, a;
+	uintptr_t lo = (base + live_lo + LIVE_WINDOW * PAGE + pmd - 1) &
+		       ~(pmd - 1);
+	uintptr_t hi = (base + live_lo + live_bytes - LIVE_WINDOW * PAGE) &
+		       ~(pmd - 1);
+	uint64_t buf[512];
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+
+	if (fd < 0)
+		die("open(/proc/self/pagemap)");
+	for (a = lo; a < hi; a += n * PAGE) {
+		n = (hi - a) / PAGE < 512 ? (hi - a) / PAGE : 512;
+		if (pread(fd, buf, n * 8, a / PAGE * 8) != (ssize_t)(n * 8))
+			die("pread(/proc/self/pagemap)");
+		for (i = 0; i < n; i++, pages++) {
+			uint64_t e = buf[i];
+
+			if (wp ? (e >> 63) || !((e >> 57) & 1) : e >> 62) {
+				fprintf(stderr, "free_test: live: page at %zu "
+					"after MADV_DONTNEED: pagemap %llx\n",
+					(size_t)(a + i * PAGE - base),
+					(unsigned long long)e);
+				exit(1);
+			}
+		}
+	}
+	close(fd);
+	printf("FREEPAGEMAP pages=%zu\n", pages);
+}
+
 static void do_live(const char *kind, size_t bytes, int thp, int dontneed)
 {
 	size_t pmd = PAGE * (PAGE / 8), edge = pmd + 3 * PAGE, len, off;
 	long n = sysconf(_SC_NPROCESSORS_ONLN), i, t0, us, ipis0;
 	int shared = !strcmp(kind, "shared") || !strcmp(kind, "uffd-wp");
-	int uffd_kind = !strncmp(kind, "uffd", 4), fd = -1, ready[2], go[2];
+	int uffd_kind = !strcmp(kind, "uffd") || !strcmp(kind, "uffd-wp");
+	int fd = -1, ready[2], go[2];
 	pthread_t th[64], uffd_th = 0;
 	pid_t child = 0;
 	char *raw;
@@ -1683,11 +1734,13 @@ static void do_live(const char *kind, size_t bytes, int thp, int dontneed)
 	live_stop = 1;
 	for (i = 0; i < n; i++)
 		pthread_join(th[i], NULL);
-	if (live_bad == 1) {
+	if (live_bad) {
 		fprintf(stderr, "free_test: live: a neighbouring page changed "
 			"while the range was unmapped\n");
 		exit(1);
 	}
+	if (dontneed)
+		live_pagemap_check(!strcmp(kind, "uffd-wp"));
 	for (off = 0; off < len; off += PAGE) {
 		if (off >= live_lo && off < live_lo + bytes)
 			continue;
@@ -1739,11 +1792,6 @@ static void do_live(const char *kind, size_t bytes, int thp, int dontneed)
 			uffd_wp_check();
 		uffd_stop = 1;
 		pthread_join(uffd_th, NULL);
-		if (live_bad) {
-			fprintf(stderr, "free_test: live: the userfaultfd's "
-				"thread failed\n");
-			exit(1);
-		}
 		uffd_event_check(dontneed);
 		printf("FREEUFFD missing=%ld wp=%ld events=%d\n", uffd_faults,
 		       uffd_wp_faults, uffd_nev);
