@@ -131,17 +131,19 @@ def kunit(args, part, kbuild, check, extra=(), glob=None):
         return ""
 
 
-def guest_cmd(args, part, name, kbuild, check, *extra):
-    """scripts/guest.py NAME on KBUILD; counts its checks into CHECK."""
+def guest_cmd(args, part, name, kbuild, check, *extra, tag=""):
+    """scripts/guest.py NAME on KBUILD; counts its checks into CHECK.  Its
+    output in PART-NAME[-TAG].txt."""
     t0 = time.monotonic()
     rc, out = run([sys.executable, os.path.join(REPO, "scripts", "guest.py"),
                    name, "--kbuild", kbuild, "--engines", "rust,padata",
                    "--logdir", os.path.join(args.logdir, part), *extra],
-                  os.path.join(args.logdir, f"{part}-{name}.txt"))
+                  os.path.join(args.logdir,
+                               f"{part}-{name}{'-' + tag if tag else ''}.txt"))
     p, f = summary(out, name)
     check.add(p, f)
-    check(rc == 0, f"{part}: {name}: {p} passed, {f} failed "
-          f"({time.monotonic() - t0:.0f} s)")
+    check(rc == 0, f"{part}: {name}{' ' + tag if tag else ''}: {p} passed, "
+          f"{f} failed ({time.monotonic() - t0:.0f} s)")
 
 
 def guest_args(args, kbuild, nodes, cpus, mem, memonly=0,
@@ -210,10 +212,10 @@ def zap_only_kasan(args, check, kbuild):
     MADV_DONTNEED of a live mm) and the mm selftests at its lowest
     threshold; guest.py fails on any report (a BUG line)."""
     guest_cmd(args, "kasan", "freetest", kbuild, check, "--only", "zap",
-              "--timeout", "5400", "--append", KASAN_APPEND)
+              "--timeout", "5400", "--append", KASAN_APPEND, tag="zap")
     guest_cmd(args, "kasan", "freetest", kbuild, check, "--only",
               "selftests", "--quick", "--timeout", "5400", "--append",
-              KASAN_APPEND)
+              KASAN_APPEND, tag="selftests")
 
 
 def zap_only_kcsan(args, check, kbuild):
