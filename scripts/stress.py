@@ -24,6 +24,10 @@ the whole with 'stress: N passed, N failed'.
            engine (deferred init, hugetlb 2M and 1G per node), the free
            tests on it, a node with memory and no CPU, numa=fake=8
 
+With --zap-only, kasan and kcsan boot only the parallel zap's cases
+(freetest --only zap: the exit's, and munmap() and MADV_DONTNEED of a live
+mm) and the mm selftests at its lowest threshold, about 30 minutes each.
+
 Logs go to build/logs/stress/.  Sanitizer kernels are built incrementally
 in their own directories from tests/mtjob.kunitconfig plus
 tests/stress-PART.config.
