@@ -838,9 +838,12 @@ bench() {
 # while teardowns of 128 to 512 MiB (some forking COW children) run with the
 # lowest threshold, and exits are zapped in parallel (mode hotplug).
 # live_zaps [_threads]: munmap()'s and MADV_DONTNEED's parallel zaps (or
-# their threads), summed.
+# their threads), summed; 0 without CONFIG_PARALLEL_ZAP_LIVE (vmstat() then
+# reports the counters missing).
 live_zaps() {
-	echo $(($(vmstat parallel_zap_munmap$1) + $(vmstat parallel_zap_dontneed$1)))
+	local m d
+	m=$(vmstat parallel_zap_munmap$1) d=$(vmstat parallel_zap_dontneed$1)
+	echo $((${m:-0} + ${d:-0}))
 }
 hotplug() {
 	cpus=$(ls -d /sys/devices/system/cpu/cpu[1-9]* | sed 's/.*cpu//')
