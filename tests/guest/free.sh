@@ -834,9 +834,6 @@ bench() {
 	echo 4 > $VM/parallel_free_max_helpers
 }
 
-# CPUs 1 and up go offline and online, one at a time and then all at once,
-# while teardowns of 128 to 512 MiB (some forking COW children) run with the
-# lowest threshold, and exits are zapped in parallel (mode hotplug).
 # live_zaps [_threads]: munmap()'s and MADV_DONTNEED's parallel zaps (or
 # their threads), summed; 0 without CONFIG_PARALLEL_ZAP_LIVE (vmstat() then
 # reports the counters missing).
@@ -845,6 +842,10 @@ live_zaps() {
 	m=$(vmstat parallel_zap_munmap$1) d=$(vmstat parallel_zap_dontneed$1)
 	echo $((${m:-0} + ${d:-0}))
 }
+
+# CPUs 1 and up go offline and online, one at a time and then all at once,
+# while teardowns of 128 to 512 MiB (some forking COW children) run with the
+# lowest threshold, and exits are zapped in parallel (mode hotplug).
 hotplug() {
 	cpus=$(ls -d /sys/devices/system/cpu/cpu[1-9]* | sed 's/.*cpu//')
 	end=$(($(date +%s) + $(arg mttest.hotplug_seconds)))
