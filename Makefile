@@ -332,7 +332,10 @@ bench-hugetlb: kernel-bench
 # the memory where the default policy does, one VMA, instead of half bound
 # to each node (two VMAs, so two MADV_DONTNEED jobs).
 # PHASES=1 profiles every run and prints the time of the walk, the TLB
-# flushes, the page frees and the page tables (scripts/freebench.py).
+# flushes, the page frees and the page tables, and the CPU time of the
+# page frees' locks (a zone's lock held, a node's LRU lock waited for, every
+# contended spinlock's wait) with the contended acquisitions
+# (scripts/freebench.py).
 FREE_TIMEOUT ?= 7800
 PHASES ?= 0
 SPREAD ?= 0

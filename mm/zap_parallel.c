@@ -523,6 +523,8 @@ static struct vm_area_struct *zap_next_vma(const struct zap_job *zj,
 		return zj->one;
 	}
 	if (!zj->side) {
+		/* The end of the job's range (ULONG_MAX for an exit). */
+		hi = min(hi, zj->limit);
 		if (*pos >= hi)
 			return NULL;
 		return mt_find(&zj->mm->mm_mt, pos, hi - 1);
@@ -1030,7 +1032,9 @@ static int zap_parallel_sysctl(const struct ctl_table *table, int write,
  *
  * MADV_DONTNEED and MADV_DONTNEED_LOCKED share the walk: their
  * zap_vma_range_batched() is __zap_vma_range() over a range of one live
- * VMA, which __madvise_zap_parallel() cuts and shares out as above, each
+ * VMA, which __madvise_zap_parallel() cuts and shares out as above (a
+ * range of several VMAs that madvise() would zap alike, one job over all
+ * of them: __madvise_zap_parallel_vmas()), each
  * chunk calling the same walk with madvise()'s zap_details
  * (zap_vma_range_chunk(); reclaim_pt frees a PTE table that became empty in
  * the chunk's own gather, with freed_tables set: a PTE table is in one
@@ -1136,6 +1140,56 @@ bool __munmap_zap_parallel(struct unmap_desc *unmap)
 	return true;
 }
 
+/*
+ * madvise()'s job over [@start, @end): of @first alone (@one), or of every
+ * VMA from @first on that the range meets, which the caller has checked
+ * helpers may zap.
+ */
+static bool madvise_zap_job(struct mmu_gather *tlb,
+			    struct vm_area_struct *first, bool one,
+			    unsigned long start, unsigned long end,
+			    struct zap_details *details, int behavior)
+{
+	struct mm_struct *mm = first->vm_mm;
+	struct zap_job zj = {
+		.mm		= mm,
+		.caller		= current,
+		.one		= one ? first : NULL,
+		.details	= details,
+		.live		= true,
+		.start		= start,
+		.limit		= end,
+		.helper_ns	= ATOMIC64_INIT(0),
+		.write_bytes	= ATOMIC64_INIT(0),
+		.nr_dirtied	= ATOMIC_INIT(0),
+	};
+	unsigned long threshold = READ_ONCE(sysctl_parallel_zap_threshold);
+	struct mmu_notifier_range range;
+	struct mtjob_report report = {};
+	struct mtjob job;
+	u64 start_ns;
+	int ret;
+
+	if ((end - start) >> PAGE_SHIFT < threshold)
+		return false;
+	if (!zap_parallel_gate(zap_live_allowed(mm)))
+		return false;
+	if (!zap_parallel_plan(&zj, first, threshold, &job, "madvise"))
+		return false;
+	update_hiwater_rss(mm);
+	start_ns = zap_parallel_start(&zj, NULL, &range);
+	ret = mtjob_run_report(&job, &report);
+	zap_parallel_finish(&zj, tlb, NULL, &range, start_ns, &report,
+			    ret);
+	trace_live_zap_parallel(behavior, start, end, zj.nr_vmas, zj.entries,
+				zj.nr_segs, zj.helpers, zj.threads, zj.job_ns,
+				zj.tail_ns, atomic64_read(&zj.helper_ns),
+				zj.caller_ns);
+	zap_parallel_count(&zj, PARALLEL_ZAP_DONTNEED,
+			   PARALLEL_ZAP_DONTNEED_THREADS);
+	return true;
+}
+
 /**
  * __madvise_zap_parallel - zap a range of one VMA for madvise(), with helpers
  * @tlb: madvise()'s gather, which stays open until the call returns
@@ -1158,44 +1212,47 @@ bool __madvise_zap_parallel(struct mmu_gather *tlb, struct vm_area_struct *vma,
 			    unsigned long start, unsigned long end,
 			    struct zap_details *details, int behavior)
 {
-	struct mm_struct *mm = vma->vm_mm;
-	struct zap_job zj = {
-		.mm		= mm,
-		.caller		= current,
-		.one		= vma,
-		.details	= details,
-		.live		= true,
-		.start		= start,
-		.limit		= end,
-		.helper_ns	= ATOMIC64_INIT(0),
-		.write_bytes	= ATOMIC64_INIT(0),
-		.nr_dirtied	= ATOMIC_INIT(0),
-	};
-	unsigned long threshold = READ_ONCE(sysctl_parallel_zap_threshold);
-	struct mmu_notifier_range range;
-	struct mtjob_report report = {};
-	struct mtjob job;
-	u64 start_ns;
-	int ret;
+	if (!zap_parallel_vma_ok(vma))
+		return false;
+	return madvise_zap_job(tlb, vma, true, start, end, details, behavior);
+}
 
-	if ((end - start) >> PAGE_SHIFT < threshold || !zap_parallel_vma_ok(vma))
-		return false;
-	if (!zap_parallel_gate(zap_live_allowed(mm)))
-		return false;
-	if (!zap_parallel_plan(&zj, vma, threshold, &job, "madvise"))
-		return false;
-	update_hiwater_rss(mm);
-	start_ns = zap_parallel_start(&zj, NULL, &range);
-	ret = mtjob_run_report(&job, &report);
-	zap_parallel_finish(&zj, tlb, NULL, &range, start_ns, &report,
-			    ret);
-	trace_live_zap_parallel(behavior, start, end, 1, zj.entries,
-				zj.nr_segs, zj.helpers, zj.threads, zj.job_ns,
-				zj.tail_ns, atomic64_read(&zj.helper_ns),
-				zj.caller_ns);
-	zap_parallel_count(&zj, PARALLEL_ZAP_DONTNEED,
-			   PARALLEL_ZAP_DONTNEED_THREADS);
-	return true;
+/**
+ * __madvise_zap_parallel_vmas - zap a range of several VMAs for madvise()
+ * @tlb: madvise()'s gather, which stays open until the call returns
+ * @first: the VMA that contains @start, under mmap_read_lock()
+ * @start: the first address to zap
+ * @end: the end of the range
+ * @details: madvise()'s zap_details (MADV_DONTNEED: reclaim_pt)
+ * @behavior: MADV_DONTNEED or MADV_DONTNEED_LOCKED, for the tracepoint
+ *
+ * Called by madvise_walk_vmas() before its walk of the VMAs, with
+ * vm.parallel_zap_live set, when madvise_dontneed_vmas() found that VMAs
+ * cover [@start, @end) without a gap and that madvise_dontneed_free() would
+ * zap each of them in its part of the range as it is (no hugetlb, no
+ * userfaultfd, none it refuses).  Zaps the whole range as one job, as
+ * __madvise_zap_parallel() zaps one VMA's: one plan over all of them, so
+ * that a range of VMAs bound to different nodes has helpers on each node
+ * (MTJOB_AFFINITY_BY_INDEX) at once, not one job after the other.
+ *
+ * Return: true if it did, false if it did nothing (also when a VMA of the
+ * range is one helpers may not zap) and the walk is to zap VMA by VMA.
+ */
+bool __madvise_zap_parallel_vmas(struct mmu_gather *tlb,
+				 struct vm_area_struct *first,
+				 unsigned long start, unsigned long end,
+				 struct zap_details *details, int behavior)
+{
+	VMA_ITERATOR(vmi, first->vm_mm, start);
+	struct vm_area_struct *vma;
+
+	/* The chunks skip such a VMA and nothing would zap it after them. */
+	for_each_vma_range(vmi, vma, end) {
+		if (!zap_parallel_vma_ok(vma))
+			return false;
+	}
+	return madvise_zap_job(tlb, first, false, start, end, details,
+			       behavior);
 }
 
 static int zap_parallel_live_sysctl(const struct ctl_table *table,

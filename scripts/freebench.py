@@ -51,13 +51,17 @@ PHASES_RE = re.compile(r"^PHASES (.*) graph-time=(\d) sleep-time=(\d)$",
 #   walk         the rest of unmap_vmas() and, for the parallel zap's
 #                chunks, unmap_vma_range() and the tlb_finish_mmu() of every
 #                gather: the page table walk, rmap, swap entries, gathering
-#                and the gathers' bookkeeping.
+#                and the gathers' bookkeeping; for MADV_DONTNEED,
+#                zap_vma_range_batched() (serial) and zap_vma_range_chunk()
+#                (the chunks) in place of unmap_vmas() and
+#                unmap_vma_range().
 # That needs every flush and free to run inside one of those four
 # functions, as in modes off and zap; the parallel free's helpers free
 # outside them, so its modes get no phases.  The profile covers the whole
 # free_test command, so the shell's fork and exec of it (a few hundred
 # pages) are in it too.
-TOP = ("unmap_vmas", "unmap_vma_range", "tlb_finish_mmu", "free_pgtables")
+TOP = ("unmap_vmas", "unmap_vma_range", "zap_vma_range_batched",
+       "zap_vma_range_chunk", "tlb_finish_mmu", "free_pgtables")
 PHASES = ("walk", "TLB flush", "free", "page tables")
 PHASE_MODES = ("off", "zap")
 
@@ -85,8 +89,8 @@ def runs(log):
     zaps:     {(label, MiB): [(exit us, zap ns, caller ns, helper ns), ...]}
               for the zap-mode runs with a tracepoint event;
     profiles: {(label, MiB, mode): [{function: us summed over CPUs,
-              "calls": profiled calls}, ...]} for the runs with PROFILE
-              lines."""
+              "calls": profiled calls, "n FUNCTION": its calls}, ...]}
+              for the runs with PROFILE lines."""
     times, zaps, profiles = {}, {}, {}
     key = mode = last_zap = prof = None
     for line in log.splitlines():
@@ -130,6 +134,7 @@ def runs(log):
             fn, us = m.group(2), float(m.group(4))
             prof["calls"] += int(m.group(3))
             prof[fn] = prof.get(fn, 0.0) + us
+            prof["n " + fn] = prof.get("n " + fn, 0) + int(m.group(3))
     return times, zaps, profiles
 
 
@@ -294,6 +299,45 @@ def print_profiles(times, profiles):
                   f"{calls:>8.0f}")
 
 
+# The locks of the page frees (free.sh's PROFILE_LOCKS), CPU ms summed over
+# the CPUs: a zone's lock held and waited for (free_pcppages_bulk(),
+# free_one_page()), a node's LRU lock waited for
+# (folio_lruvec_lock_irqsave()), and every contended spinlock's wait
+# (queued_spin_lock_slowpath(): its calls are the contended acquisitions).
+LOCKS = (("zone lock", ("free_pcppages_bulk", "free_one_page")),
+         ("LRU lock wait", ("folio_lruvec_lock_irqsave",)),
+         ("spin wait", ("queued_spin_lock_slowpath",)))
+
+
+def print_locks(times, profiles):
+    """The page frees' locks per run, median over the runs (modes off and
+    zap): CPU ms of each and the contended acquisitions; nothing if the
+    profiles have none of the lock functions (logs from before them)."""
+    if not any("queued_spin_lock_slowpath" in r or "free_pcppages_bulk" in r
+               for rows in profiles.values() for r in rows):
+        return
+    print("\nLocks of the page frees, CPU time summed over the CPUs "
+          "(function profiler), median ms a run; zone lock = "
+          "free_pcppages_bulk() + free_one_page() (hold and wait), LRU lock "
+          "wait = folio_lruvec_lock_irqsave(), spin wait = "
+          "queued_spin_lock_slowpath() (every contended spinlock); "
+          "contended = its calls:")
+    print(f"{'teardown':18}{'mode':>6}" +
+          "".join(f"{name:>15}" for name, _ in LOCKS) + f"{'contended':>11}")
+    for key in sorted(times):
+        for m in PHASE_MODES:
+            rows = profiles.get(key + (m,))
+            if not rows:
+                continue
+            med = [statistics.median(sum(r.get(f, 0.0) for f in fns)
+                                     for r in rows) / 1000
+                   for _, fns in LOCKS]
+            cont = statistics.median(r.get("n queued_spin_lock_slowpath", 0)
+                                     for r in rows)
+            print(f"{_gib(key):18}{m:>6}" +
+                  "".join(f"{x:>15.1f}" for x in med) + f"{cont:>11.0f}")
+
+
 def report(args, log, path):
     """Print the tables, write the CSVs and the plot; 0, or 1 if the log
     has no runs."""
@@ -345,6 +389,7 @@ def report(args, log, path):
                   "its phases do not add up")
             return 1
         print_profiles(times, profiles)
+        print_locks(times, profiles)
         fns = sorted({f for rs in profiles.values() for r in rs
                       for f in r} - {"calls"})
         csvs.append(benchplot.write_csv(

@@ -993,6 +993,10 @@ def _zap_parallel(pz, pzt, *_):
     return pz >= 1 and pzt >= 2 * pz
 
 
+def _zap_one_job(pz, pzt, *_):
+    return pz == 1 and pzt >= 2
+
+
 def _zap_none(*c):
     return all(x == 0 for x in c)
 
@@ -1078,6 +1082,9 @@ ZAP_CASES = {
                         _zap_parallel),
     "zap-munmap-uffd-wp": ("live range of a memfd, userfaultfd-wp: zapped "
                            "by two threads or more", _zap_parallel),
+    # The range three VMAs: one job over the three, as for one VMA.
+    "zap-munmap-split": ("live range of three VMAs: one job, zapped by two "
+                         "threads or more", _zap_one_job),
     "zap-munmap-nice-19": ("nice 19: refused", _zap_refused),
     "zap-munmap-small": ("below the threshold: nothing counted", _zap_none),
     # MADV_DONTNEED's: pz and pzt are parallel_zap_dontneed and _threads.
@@ -1085,6 +1092,9 @@ ZAP_CASES = {
                           "or more", _zap_parallel),
     "zap-dontneed-thp": ("MADV_DONTNEED, THP: zapped by two threads or more",
                          _zap_parallel),
+    # madvise_dontneed_vmas(): one job, where VMA by VMA made three.
+    "zap-dontneed-split": ("MADV_DONTNEED of three VMAs: one job, zapped by "
+                           "two threads or more", _zap_one_job),
     "zap-dontneed-cow": ("MADV_DONTNEED, COW-shared: zapped by two threads "
                          "or more", _zap_parallel),
     "zap-dontneed-shared": ("MADV_DONTNEED of a memfd: zapped by two "
@@ -1684,7 +1694,7 @@ def main():
     ap.add_argument("--quick", action="store_true",
                     help="hugetlbtest: engines after the first on the first "
                     "scenarios only; freetest: 19 of the 33 free cases and "
-                    "38 of the 43 zap cases, those of the exit, munmap() and "
+                    "40 of the 45 zap cases, those of the exit, munmap() and "
                     "MADV_DONTNEED (free.sh's full_case ones left out), the mm selftests but MM_SELFTESTS_FULL_ONLY, and "
                     "half the hotplug time ('make check')")
     ap.add_argument("--spread", action="store_true",

@@ -614,6 +614,8 @@ zap_munmap_cases() {
 	# uffd-wp (x86_64, arm64), so a kernel without fails the case.
 	run_zap_munmap zap-munmap-uffd free_test live uffd "$m" 0
 	run_zap_munmap zap-munmap-uffd-wp free_test live uffd-wp "$m" 0
+	# Three VMAs in the range (its middle third MADV_RANDOM): one job.
+	run_zap_munmap zap-munmap-split free_test live split "$m" 0
 	run_zap_munmap zap-munmap-nice-19 free_test nice19 live anon "$m" 0
 	# 128 MiB: below ZAP_LOW with 4 KiB and with 64 KiB pages.
 	run_zap_munmap zap-munmap-small free_test live anon 128 0
@@ -621,6 +623,10 @@ zap_munmap_cases() {
 	# range reads zero after (the memfd's data for shared).
 	run_zap_dontneed zap-dontneed-anon free_test live anon "$m" 0 dontneed
 	run_zap_dontneed zap-dontneed-thp free_test live anon "$m" 1 dontneed
+	# Three VMAs: one job over all of them (madvise_dontneed_vmas()),
+	# not one a VMA.
+	run_zap_dontneed zap-dontneed-split \
+		free_test live split "$m" 0 dontneed
 	run_zap_dontneed zap-dontneed-cow free_test live cow "$m" 0 dontneed
 	run_zap_dontneed zap-dontneed-shared \
 		free_test live shared "$m" 0 dontneed
@@ -722,8 +728,16 @@ swap_on_zram() {
 # function's time with that of what it calls, without time asleep, and
 # each CPU's figures follow as PROFILE lines (scripts/freebench.py makes
 # the phases of them).
-PROFILE_FUNCS="unmap_vmas unmap_vma_range flush_tlb_mm_range
-free_pages_and_swap_cache free_pgtables tlb_finish_mmu"
+# The locks the page frees take, profiled too (scripts/freebench.py's lock
+# table): free_pcppages_bulk() and free_one_page() hold a zone's lock
+# (their time includes the wait for it), folio_lruvec_lock_irqsave() waits
+# for a node's LRU lock, and queued_spin_lock_slowpath() is every contended
+# spinlock's wait, one call per contended acquisition.
+PROFILE_LOCKS="free_pcppages_bulk free_one_page folio_lruvec_lock_irqsave
+queued_spin_lock_slowpath"
+PROFILE_FUNCS="unmap_vmas unmap_vma_range zap_vma_range_batched
+zap_vma_range_chunk flush_tlb_mm_range free_pages_and_swap_cache
+free_pgtables tlb_finish_mmu $PROFILE_LOCKS"
 # tlb_counts: the tlb:tlb_flush events of the last teardown (between
 # free_test's "mtbench teardown" and "mtbench done" marks), by reason:
 #   BENCHTLB switch=<N> remote=<N> local=<N> local_mm=<N> sent=<N> wrong=<N>

@@ -116,7 +116,8 @@
  *                                       munmap() of MIB from the middle of a
  *                                       live mapping (KIND anon, shared: a
  *                                       memfd, cow: COW-shared with a child,
- *                                       mlock: the range mlocked), its ends
+ *                                       mlock: the range mlocked, split:
+ *                                       anon, the range three VMAs), its ends
  *                                       off PMD boundaries, while threads
  *                                       on half the CPUs read and write the
  *                                       pages beside both ends and fault
@@ -1639,7 +1640,8 @@ static void do_live(const char *kind, size_t bytes, int thp, int dontneed)
 	char *raw;
 
 	if (!shared && !uffd_kind && strcmp(kind, "anon") &&
-	    strcmp(kind, "cow") && strcmp(kind, "mlock")) {
+	    strcmp(kind, "cow") && strcmp(kind, "mlock") &&
+	    strcmp(kind, "split")) {
 		fprintf(stderr, "free_test: live: no kind %s\n", kind);
 		exit(2);
 	}
@@ -1684,6 +1686,14 @@ static void do_live(const char *kind, size_t bytes, int thp, int dontneed)
 		*(uint64_t *)(live_map + off) = off ^ LIVE_SALT;
 	if (!strcmp(kind, "mlock") && mlock(live_map + live_lo, bytes))
 		die("mlock");
+	/*
+	 * Three VMAs in the range: its middle third MADV_RANDOM, which changes
+	 * nothing for anonymous memory but vm_flags.
+	 */
+	if (!strcmp(kind, "split") &&
+	    madvise(live_map + live_lo + bytes / 3 / PAGE * PAGE,
+		    bytes / 3 / PAGE * PAGE, MADV_RANDOM))
+		die("madvise(MADV_RANDOM)");
 	if (uffd_kind)
 		uffd_th = uffd_start(shared);
 	if (!strcmp(kind, "cow")) {
