@@ -330,22 +330,25 @@ bench-hugetlb: kernel-bench
 # shootdown IPIs beside the times; SPREAD=1 has a thread on every vCPU touch
 # the exit's memory first, so that every CPU has used the mm; LOCAL=1 puts
 # the memory where the default policy does, one VMA, instead of half bound
-# to each node (two VMAs, so two MADV_DONTNEED jobs).
+# to each node (two VMAs: one job, helpers on both nodes).
 # PHASES=1 profiles every run and prints the time of the walk, the TLB
-# flushes, the page frees and the page tables, and the CPU time of the
-# page frees' locks (a zone's lock held, a node's LRU lock waited for, every
-# contended spinlock's wait) with the contended acquisitions
-# (scripts/freebench.py).
+# flushes, the page frees and the page tables (scripts/freebench.py);
+# LOCKS=1 does too, with the page frees' locks profiled as well (a zone's
+# lock held, a node's LRU lock taken, every contended spinlock's wait and
+# the contended acquisitions): the hooks on those hot functions slow every
+# run (4 GiB serial: 970 against 881 ms), so its times are not PHASES=1's.
 FREE_TIMEOUT ?= 7800
 PHASES ?= 0
 SPREAD ?= 0
 LOCAL ?= 0
+LOCKS ?= 0
 bench-free: kernel-bench
 	$(PYTHON_PLOT) scripts/guest.py freebench --kbuild $(KBUILD_BENCH) \
 		--mem $(MEM) --cpus $(CPUS) --nodes $(NODES) --repeat $(REPEAT) \
 		--timeout $(FREE_TIMEOUT) --sizes "$(SIZES)" --modes "$(MODES)" \
 		--thp "$(THP)" --what "$(WHAT)" --prealloc \
 		$(if $(filter 1,$(PHASES)),--phases) \
+		$(if $(filter 1,$(LOCKS)),--locks) \
 		$(if $(filter 1,$(SPREAD)),--spread) \
 		$(if $(filter 1,$(LOCAL)),--local)
 

@@ -382,9 +382,9 @@ static void zap_caller_dirtied(struct zap_job *zj)
 }
 
 /*
- * May helpers zap this VMA?  See the top of this file: vm_flags and vm_file
- * only, which do not change under the caller's mmap_read_lock() in a dying
- * mm.
+ * May helpers zap this VMA?  See the top of this file: vm_file and the
+ * vm_flags tested here, which change only under the VMA's write lock
+ * (vm_flags_set()), which the caller's mmap_lock or VMA lock excludes.
  */
 static bool zap_parallel_vma_ok(struct vm_area_struct *vma)
 {
@@ -693,7 +693,9 @@ static int zap_parallel_node_of(unsigned long index, void *arg)
 	zap_segs_range(zj, index, index + 1, &lo, &hi);
 	pos = zap_seg_pos(zj, index, lo);
 	while ((vma = zap_next_vma(zj, &pos, hi))) {
-		if (zap_parallel_vma_ok(vma) && vma->vm_end > lo)
+		/* Not a VMA before the range that shares its first block. */
+		if (zap_parallel_vma_ok(vma) &&
+		    vma->vm_end > max(lo, zj->start))
 			return zap_vma_node(vma);
 	}
 	return NUMA_NO_NODE;
@@ -1246,6 +1248,8 @@ bool __madvise_zap_parallel_vmas(struct mmu_gather *tlb,
 	VMA_ITERATOR(vmi, first->vm_mm, start);
 	struct vm_area_struct *vma;
 
+	/* Only mmap_lock keeps the helpers' VMAs: no VMA lock would do. */
+	mmap_assert_locked(first->vm_mm);
 	/* The chunks skip such a VMA and nothing would zap it after them. */
 	for_each_vma_range(vmi, vma, end) {
 		if (!zap_parallel_vma_ok(vma))
@@ -1253,6 +1257,12 @@ bool __madvise_zap_parallel_vmas(struct mmu_gather *tlb,
 	}
 	return madvise_zap_job(tlb, first, false, start, end, details,
 			       behavior);
+}
+
+/* Is a range of @nr_pages at least vm.parallel_zap_threshold pages? */
+bool __live_zap_parallel_worth(unsigned long nr_pages)
+{
+	return nr_pages >= READ_ONCE(sysctl_parallel_zap_threshold);
 }
 
 static int zap_parallel_live_sysctl(const struct ctl_table *table,

@@ -108,9 +108,11 @@ def runs(log):
             continue
         m = ZAPTRACE_RE.match(line)
         if m and last_zap:
-            # The row's own kind of event: a dontneed run has one per VMA
-            # (map_touch() binds two halves), and may end with a munmap()
-            # of the emptied range (madvise=0), which is not its own.
+            # The row's own kind of event: a dontneed run of the two VMAs
+            # map_touch() binds to a node each has one, and had one per
+            # VMA before madvise_dontneed_vmas() (logs up to stop 38), and
+            # may end with a munmap() of the emptied range (madvise=0),
+            # which is not its own.
             adv = LIVE_MADVISE_RE.search(line)
             kind = ("exit" if not adv else
                     "munmap" if adv.group(1) == "0" else "dontneed")
@@ -299,13 +301,15 @@ def print_profiles(times, profiles):
                   f"{calls:>8.0f}")
 
 
-# The locks of the page frees (free.sh's PROFILE_LOCKS), CPU ms summed over
-# the CPUs: a zone's lock held and waited for (free_pcppages_bulk(),
-# free_one_page()), a node's LRU lock waited for
+# The locks of the page frees (free.sh's PROFILE_LOCKS, freebench --locks),
+# CPU ms summed over the CPUs: a zone's lock held and waited for
+# (free_pcppages_bulk(), free_one_page()), a node's LRU lock taken, the wait
+# included but not the hold, which is folios_put_refs()'s
 # (folio_lruvec_lock_irqsave()), and every contended spinlock's wait
-# (queued_spin_lock_slowpath(): its calls are the contended acquisitions).
+# (queued_spin_lock_slowpath(): its calls are the contended acquisitions;
+# its time is inside the two others' too).
 LOCKS = (("zone lock", ("free_pcppages_bulk", "free_one_page")),
-         ("LRU lock wait", ("folio_lruvec_lock_irqsave",)),
+         ("LRU lock take", ("folio_lruvec_lock_irqsave",)),
          ("spin wait", ("queued_spin_lock_slowpath",)))
 
 
@@ -319,9 +323,9 @@ def print_locks(times, profiles):
     print("\nLocks of the page frees, CPU time summed over the CPUs "
           "(function profiler), median ms a run; zone lock = "
           "free_pcppages_bulk() + free_one_page() (hold and wait), LRU lock "
-          "wait = folio_lruvec_lock_irqsave(), spin wait = "
-          "queued_spin_lock_slowpath() (every contended spinlock); "
-          "contended = its calls:")
+          "take = folio_lruvec_lock_irqsave() (wait, not hold), spin wait = "
+          "queued_spin_lock_slowpath() (every contended spinlock, inside "
+          "the two others too); contended = its calls:")
     print(f"{'teardown':18}{'mode':>6}" +
           "".join(f"{name:>15}" for name, _ in LOCKS) + f"{'contended':>11}")
     for key in sorted(times):
@@ -388,14 +392,29 @@ def report(args, log, path):
                   f"{setup.group(2, 3) if setup else 'no PHASES line'}); "
                   "its phases do not add up")
             return 1
+        # The phases add TOP's functions up: none may run inside another,
+        # as a serial unmap_vmas() would if unmap_vma_range() were not
+        # inlined into it.
+        missing = [f for f in TOP if f not in setup.group(1).split()]
+        if missing:
+            print(f"freebench: the profile lacks {', '.join(missing)} (a log "
+                  "from before they were profiled): the walk of a "
+                  "teardown through them is left out of its phases")
+        nested = [k for k, rs in profiles.items() if k[2] == "off" and any(
+            r.get("n unmap_vmas") and r.get("n unmap_vma_range") for r in rs)]
+        if nested:
+            print("freebench: unmap_vma_range() ran inside unmap_vmas() "
+                  f"({nested[0][0]}): the serial walk would count twice")
+            return 1
         print_profiles(times, profiles)
         print_locks(times, profiles)
         fns = sorted({f for rs in profiles.values() for r in rs
-                      for f in r} - {"calls"})
+                      for f in r if not f.startswith("n ")} - {"calls"})
         csvs.append(benchplot.write_csv(
             name + "-profile", ("teardown", "mib", "mode", "run", "calls")
-            + tuple(fns),
+            + tuple(fns) + tuple("calls_" + f for f in fns),
             [k + (i, r["calls"]) + tuple(r.get(f, 0.0) for f in fns)
+             + tuple(r.get("n " + f, 0) for f in fns)
              for k, rs in sorted(profiles.items())
              for i, r in enumerate(rs)]))
     png = plot(args, times, modes, name)

@@ -1092,7 +1092,8 @@ ZAP_CASES = {
                           "or more", _zap_parallel),
     "zap-dontneed-thp": ("MADV_DONTNEED, THP: zapped by two threads or more",
                          _zap_parallel),
-    # madvise_dontneed_vmas(): one job, where VMA by VMA made three.
+    # madvise_dontneed_vmas(): one job over the three; VMA by VMA, each
+    # third is below ZAP_LOW (4 KiB and 64 KiB pages) and none would run.
     "zap-dontneed-split": ("MADV_DONTNEED of three VMAs: one job, zapped by "
                            "two threads or more", _zap_one_job),
     "zap-dontneed-cow": ("MADV_DONTNEED, COW-shared: zapped by two threads "
@@ -1617,8 +1618,10 @@ def cmd_freebench(args):
             die(f"--what: {','.join(sorted(bad))}: not munmap, exit, "
                 "dontneed, live or live-dontneed")
         extra += f" mttest.free_what={args.what}"
-    if args.phases:
+    if args.phases or args.locks:
         extra += " mttest.free_phases=1"
+    if args.locks:
+        extra += " mttest.free_locks=1"
     if args.spread:
         extra += " mttest.free_spread=1"
     if args.local:
@@ -1679,6 +1682,12 @@ def main():
                     "profile every run (ftrace's function profiler; the "
                     "benchmark kernel has it) and print the time of the "
                     "walk, TLB flushes, page frees and page tables")
+    ap.add_argument("--locks", action="store_true", help="freebench: "
+                    "--phases, and the page frees' locks profiled too "
+                    "(a zone's lock, a node's LRU lock, every contended "
+                    "spinlock's wait): their time and the contended "
+                    "acquisitions; the profiler's hooks on those hot "
+                    "functions slow every run, so apart from --phases")
     ap.add_argument("--selftests", default="", help="freetest --only "
                     "selftests: these mm selftests (NAME,...) instead of "
                     "the kernel's set, e.g. one left out there")

@@ -595,8 +595,8 @@ zap_cases() {
 # every CPU uses the pages beside both ends and maps, faults and unmaps
 # memory of its own; it checks the neighbours, that the range faults, and
 # the memfd's or the COW child's copy.  Each kind of mapping, THP on and
-# off, pages swapped out; refused for nice 19, nothing counted below the
-# threshold or with vm.parallel_zap_live=0.
+# off, pages swapped out, a range of three VMAs; refused for nice 19,
+# nothing counted below the threshold or with vm.parallel_zap_live=0.
 zap_munmap_cases() {
 	local m
 	m=$(zmib 512)
@@ -614,7 +614,8 @@ zap_munmap_cases() {
 	# uffd-wp (x86_64, arm64), so a kernel without fails the case.
 	run_zap_munmap zap-munmap-uffd free_test live uffd "$m" 0
 	run_zap_munmap zap-munmap-uffd-wp free_test live uffd-wp "$m" 0
-	# Three VMAs in the range (its middle third MADV_RANDOM): one job.
+	# Three VMAs in the range (its middle third MADV_RANDOM, checked in
+	# /proc/self/maps): one job.
 	run_zap_munmap zap-munmap-split free_test live split "$m" 0
 	run_zap_munmap zap-munmap-nice-19 free_test nice19 live anon "$m" 0
 	# 128 MiB: below ZAP_LOW with 4 KiB and with 64 KiB pages.
@@ -728,16 +729,19 @@ swap_on_zram() {
 # function's time with that of what it calls, without time asleep, and
 # each CPU's figures follow as PROFILE lines (scripts/freebench.py makes
 # the phases of them).
-# The locks the page frees take, profiled too (scripts/freebench.py's lock
-# table): free_pcppages_bulk() and free_one_page() hold a zone's lock
-# (their time includes the wait for it), folio_lruvec_lock_irqsave() waits
-# for a node's LRU lock, and queued_spin_lock_slowpath() is every contended
-# spinlock's wait, one call per contended acquisition.
+# With mttest.free_locks=1 too (freebench --locks), the locks the page
+# frees take are profiled as well (scripts/freebench.py's lock table):
+# free_pcppages_bulk() and free_one_page() hold a zone's lock (their time
+# includes the wait for it), folio_lruvec_lock_irqsave() takes a node's LRU
+# lock (the wait included, not the hold), and queued_spin_lock_slowpath()
+# is every contended spinlock's wait, one call per contended acquisition.
+# Their hooks slow every run (about 90 000 calls at 4 GiB, against 2 300),
+# so they are not in the phases' profile.
 PROFILE_LOCKS="free_pcppages_bulk free_one_page folio_lruvec_lock_irqsave
 queued_spin_lock_slowpath"
 PROFILE_FUNCS="unmap_vmas unmap_vma_range zap_vma_range_batched
 zap_vma_range_chunk flush_tlb_mm_range free_pages_and_swap_cache
-free_pgtables tlb_finish_mmu $PROFILE_LOCKS"
+free_pgtables tlb_finish_mmu"
 # tlb_counts: the tlb:tlb_flush events of the last teardown (between
 # free_test's "mtbench teardown" and "mtbench done" marks), by reason:
 #   BENCHTLB switch=<N> remote=<N> local=<N> local_mm=<N> sent=<N> wrong=<N>
@@ -765,6 +769,8 @@ bench() {
 	thps=$(arg mttest.free_thp | tr , ' ')
 	whats=$(arg mttest.free_what | tr , ' ')
 	phases=$(arg mttest.free_phases)
+	[ "$(arg mttest.free_locks)" = 1 ] &&
+		PROFILE_FUNCS="$PROFILE_FUNCS $PROFILE_LOCKS"
 	[ "$(arg mttest.free_spread)" = 1 ] && export FREE_TEST_SPREAD=1
 	[ "$(arg mttest.free_local)" = 1 ] && export FREE_TEST_LOCAL=1
 	tr=/sys/kernel/tracing

@@ -1628,6 +1628,23 @@ static void live_pagemap_check(int wp)
 	printf("FREEPAGEMAP pages=%zu\n", pages);
 }
 
+/* The VMAs (lines of /proc/self/maps) that meet [@lo, @hi). */
+static int maps_in(uintptr_t lo, uintptr_t hi)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	unsigned long a, b;
+	char line[512];
+	int nr = 0;
+
+	if (!f)
+		die("/proc/self/maps");
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx", &a, &b) == 2 && a < hi && b > lo)
+			nr++;
+	fclose(f);
+	return nr;
+}
+
 static void do_live(const char *kind, size_t bytes, int thp, int dontneed)
 {
 	size_t pmd = PAGE * (PAGE / 8), edge = pmd + 3 * PAGE, len, off;
@@ -1690,10 +1707,20 @@ static void do_live(const char *kind, size_t bytes, int thp, int dontneed)
 	 * Three VMAs in the range: its middle third MADV_RANDOM, which changes
 	 * nothing for anonymous memory but vm_flags.
 	 */
-	if (!strcmp(kind, "split") &&
-	    madvise(live_map + live_lo + bytes / 3 / PAGE * PAGE,
-		    bytes / 3 / PAGE * PAGE, MADV_RANDOM))
-		die("madvise(MADV_RANDOM)");
+	if (!strcmp(kind, "split")) {
+		int nr;
+
+		if (madvise(live_map + live_lo + bytes / 3 / PAGE * PAGE,
+			    bytes / 3 / PAGE * PAGE, MADV_RANDOM))
+			die("madvise(MADV_RANDOM)");
+		nr = maps_in((uintptr_t)live_map + live_lo,
+			     (uintptr_t)live_map + live_lo + bytes);
+		if (nr != 3) {
+			fprintf(stderr, "free_test: live: the range is %d "
+				"VMAs, not 3\n", nr);
+			exit(1);
+		}
+	}
 	if (uffd_kind)
 		uffd_th = uffd_start(shared);
 	if (!strcmp(kind, "cow")) {
