@@ -336,7 +336,7 @@ stage scope-oops scope_oops; count $?
 
 # The guest suites in CI's 'make check': hugetlbtest boots the Rust engine on
 # every scenario and padata on the first three (hugetlbtest --quick),
-# freetest runs 19 of its 33 free cases, 40 of its 45 zap cases (exit, munmap(), MADV_DONTNEED) and half
+# freetest runs 19 of its 33 free cases, 41 of its 46 zap cases (exit, munmap(), MADV_DONTNEED) and half
 # the hotplug time (freetest --quick, see tests/guest/free.sh); 'make
 # check-full' runs them whole.
 quick=--quick

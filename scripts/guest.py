@@ -1096,6 +1096,11 @@ ZAP_CASES = {
     # third is below ZAP_LOW (4 KiB and 64 KiB pages) and none would run.
     "zap-dontneed-split": ("MADV_DONTNEED of three VMAs: one job, zapped by "
                            "two threads or more", _zap_one_job),
+    # Refused once for the range, then zapped VMA by VMA serially.
+    "zap-dontneed-split-nice-19": ("MADV_DONTNEED of three VMAs, nice 19: "
+                                   "refused once",
+                                   lambda pz, pzt, pzs, pzr, pzb, pzn:
+                                   pz == 0 and pzr == 1),
     "zap-dontneed-cow": ("MADV_DONTNEED, COW-shared: zapped by two threads "
                          "or more", _zap_parallel),
     "zap-dontneed-shared": ("MADV_DONTNEED of a memfd: zapped by two "
@@ -1703,7 +1708,7 @@ def main():
     ap.add_argument("--quick", action="store_true",
                     help="hugetlbtest: engines after the first on the first "
                     "scenarios only; freetest: 19 of the 33 free cases and "
-                    "40 of the 45 zap cases, those of the exit, munmap() and "
+                    "41 of the 46 zap cases, those of the exit, munmap() and "
                     "MADV_DONTNEED (free.sh's full_case ones left out), the mm selftests but MM_SELFTESTS_FULL_ONLY, and "
                     "half the hotplug time ('make check')")
     ap.add_argument("--spread", action="store_true",

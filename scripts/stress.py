@@ -454,7 +454,7 @@ def main():
                     "injection only, no free tests (about 25 minutes less)")
     ap.add_argument("--free-quick", action="store_true",
                     help="kasan/kcsan: the free tests as 'make check' runs "
-                    "them (freetest --quick: 40 of the 45 parallel zap cases "
+                    "them (freetest --quick: 41 of the 46 parallel zap cases "
                     "and the mm selftests)")
     ap.add_argument("--zap-only", action="store_true",
                     help="kasan/kcsan: only the parallel zap's cases (the "
