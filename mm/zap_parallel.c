@@ -1250,9 +1250,12 @@ bool __madvise_zap_parallel_vmas(struct mmu_gather *tlb,
 
 	/* Only mmap_lock keeps the helpers' VMAs: no VMA lock would do. */
 	mmap_assert_locked(first->vm_mm);
-	/* The chunks skip such a VMA and nothing would zap it after them. */
+	/*
+	 * The caller checked (live_zap_parallel_vma_ok()): the chunks skip such
+	 * a VMA and nothing would zap it after them.
+	 */
 	for_each_vma_range(vmi, vma, end) {
-		if (!zap_parallel_vma_ok(vma))
+		if (WARN_ON_ONCE(!zap_parallel_vma_ok(vma)))
 			return false;
 	}
 	return madvise_zap_job(tlb, first, false, start, end, details,
@@ -1263,6 +1266,12 @@ bool __madvise_zap_parallel_vmas(struct mmu_gather *tlb,
 bool __live_zap_parallel_worth(unsigned long nr_pages)
 {
 	return nr_pages >= READ_ONCE(sysctl_parallel_zap_threshold);
+}
+
+/* May helpers zap @vma (not hugetlb, PFN or I/O maps, DAX)? */
+bool live_zap_parallel_vma_ok(struct vm_area_struct *vma)
+{
+	return zap_parallel_vma_ok(vma);
 }
 
 static int zap_parallel_live_sysctl(const struct ctl_table *table,
