@@ -628,8 +628,8 @@ zap_munmap_cases() {
 	# not one a VMA.
 	run_zap_dontneed zap-dontneed-split \
 		free_test live split "$m" 0 dontneed
-	# Refused (nice 19): one refusal for the range, its VMAs zapped
-	# serially one by one, the range read back as zero.
+	# Refused (nice 19): its VMAs zapped serially one by one, the range
+	# read back as zero.
 	run_zap_dontneed zap-dontneed-split-nice-19 \
 		free_test nice19 live split "$m" 0 dontneed
 	run_zap_dontneed zap-dontneed-cow free_test live cow "$m" 0 dontneed
