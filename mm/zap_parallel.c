@@ -1228,17 +1228,18 @@ bool __madvise_zap_parallel(struct mmu_gather *tlb, struct vm_area_struct *vma,
  * @details: madvise()'s zap_details (MADV_DONTNEED: reclaim_pt)
  * @behavior: MADV_DONTNEED or MADV_DONTNEED_LOCKED, for the tracepoint
  *
- * Called by madvise_walk_vmas() before its walk of the VMAs, with
- * vm.parallel_zap_live set, when madvise_dontneed_vmas() found that VMAs
- * cover [@start, @end) without a gap and that madvise_dontneed_free() would
- * zap each of them in its part of the range as it is (no hugetlb, no
- * userfaultfd, none it refuses).  Zaps the whole range as one job, as
+ * Called by madvise_dontneed_vmas(), before madvise_walk_vmas() walks the
+ * VMAs, with vm.parallel_zap_live set, when VMAs cover [@start, @end)
+ * without a gap, helpers may zap each (live_zap_parallel_vma_ok()) and
+ * madvise_dontneed_free() would zap each of them in its part of the range
+ * as it is (no hugetlb, no userfaultfd, none it refuses).  Zaps the whole
+ * range as one job, as
  * __madvise_zap_parallel() zaps one VMA's: one plan over all of them, so
  * that a range of VMAs bound to different nodes has helpers on each node
  * (MTJOB_AFFINITY_BY_INDEX) at once, not one job after the other.
  *
- * Return: true if it did, false if it did nothing (also when a VMA of the
- * range is one helpers may not zap) and the walk is to zap VMA by VMA.
+ * Return: true if it did, false if it did nothing and the caller is to zap
+ * the VMAs serially.
  */
 bool __madvise_zap_parallel_vmas(struct mmu_gather *tlb,
 				 struct vm_area_struct *first,
