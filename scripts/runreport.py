@@ -20,8 +20,14 @@ its chunks the Rust engine ran off their node (the mtjob_run tracepoint)
 and on which node each node's gigantic pages were initialised.
 
 The verdict of a comparison is stated by RULE; equal pages per node across
-every boot and engine, the teardowns' paths and clean boots are checks
-whose failure makes the run fail (rc 1).
+every boot and engine, clean boots and the teardowns' outcomes are checks
+whose failure makes the run fail (rc 1).  A teardown's path is read from its
+vmstat counters (path_taken()): a parallel-mode run the policy declined
+(no idle CPU, a refused task) is reported and timed apart, never a failure,
+and the parallel/serial verdict is over the runs that took the parallel
+path; only what the kernel must not do fails the run: a parallel path
+counted with its sysctl off, a parallel-mode run that counted neither the
+path nor a refusal, or free_test finding its data wrong (rc).
 """
 
 import copy
@@ -146,6 +152,42 @@ def path_ran(t):
     return t.get(n, 0) >= 1 and t.get(threads, 0) > t.get(n, 0)
 
 
+# The counters of a parallel-mode run that the policy declined, with the
+# word the report gives each: the exit's gate (mm/zap_parallel.c) and the
+# parallel free's rounds without helpers (mm/mmu_gather_parallel.c).
+DECLINE_COUNTERS = {
+    "munmap": (("busy", "tlb_parallel_free_nogrow_busy"),
+               ("nomem", "tlb_parallel_free_nogrow_memory"),
+               ("nogrow", "tlb_parallel_free_nogrow"),
+               ("fallback", "tlb_parallel_free_fallback")),
+    "exit": (("busy", "parallel_zap_busy"),
+             ("refused", "parallel_zap_refused"),
+             ("one-thread", "parallel_zap_serial"),
+             ("nomem", "parallel_zap_nomem")),
+}
+
+
+def path_taken(t):
+    """What teardown T did, from its counters: "serial" (no parallel flush
+    or zap counted), "parallel" (path_ran() of a parallel-mode run),
+    "declined: <why>" (a parallel-mode run the policy sent down the serial
+    path, and counted why), or "wrong: <what>", the one outcome that is the
+    kernel's fault: a parallel path counted with the sysctl off, or a
+    parallel-mode run that neither ran in parallel nor counted a refusal."""
+    n, threads = PATH_COUNTERS[t["what"]]
+    if t["mode"] == "serial":
+        if t.get(n, 0) or t.get(threads, 0):
+            return f"wrong: {n}={t.get(n, 0)} with the sysctl off"
+        return "serial"
+    if path_ran(t):
+        return "parallel"
+    why = [k for k, c in DECLINE_COUNTERS[t["what"]] if t.get(c, 0) > 0]
+    if why:
+        return "declined: " + ",".join(why)
+    return (f"wrong: {n}={t.get(n, 0)} {threads}={t.get(threads, 0)} "
+            "and no refusal counted")
+
+
 def equal_pages(by_engine, key):
     """Whether KEY(boot) (pages per node) is one value over every boot of
     every engine: (True, value) or (False, {engine: [values]})."""
@@ -176,6 +218,12 @@ def engine_order(engines, i):
     round in turn and none always follows the same one."""
     k = i % len(engines)
     return engines[k:] + engines[:k]
+
+
+def _path_order(path):
+    """The table's order of path_taken() values: serial, parallel, then
+    the declined and wrong ones by name."""
+    return ({"serial": 0, "parallel": 1}.get(path, 2), path)
 
 
 def _fmt_pages(d):
@@ -281,28 +329,30 @@ def report(args, res, tds, placement=None, out=print):
             f"Rust boot ({len(tds)} boot(s)), order alternating; median "
             "(min-max) ms; vmstat deltas summed over the runs"
             + (f"; {setup.group(1)}" if setup else ""))
-        out(f"{'teardown':8} {'path':14} {'runs':>4}  {'time ms':22} "
-            "counters")
+        out(f"{'teardown':8} {'mode':8} {'path taken':22} {'runs':>4}  "
+            f"{'time ms':22} counters")
         for what in ("munmap", "exit"):
+            n, thr = PATH_COUNTERS[what]
+            names = (n, thr) + tuple(c for _, c in DECLINE_COUNTERS[what])
             for mode in ("serial", "parallel"):
                 rs = [t for t in tdw if t["what"] == what
                       and t["mode"] == mode and t["us"] >= 0]
-                if not rs:
-                    continue
-                n, thr = PATH_COUNTERS[what]
-                path = PATH_NAMES[what] if mode == "parallel" else "serial"
-                extra = (("fallback", "tlb_parallel_free_fallback"),
-                         ("busy", "tlb_parallel_free_nogrow_busy")) \
-                    if what == "munmap" else (
-                        ("busy", "parallel_zap_busy"),
-                        ("refused", "parallel_zap_refused"),
-                        ("one-thread", "parallel_zap_serial"))
-                cnt = f"{n}={sum(t.get(n, 0) for t in rs)} " \
-                    f"threads={sum(t.get(thr, 0) for t in rs)} " + " ".join(
-                        f"{k}={sum(t.get(c, 0) for t in rs)}"
-                        for k, c in extra)
-                out(f"{what:8} {path:14} {len(rs):>4}  "
-                    f"{_spread([t['us'] for t in rs], 1000):22} {cnt}")
+                for path in sorted({path_taken(t) for t in rs},
+                                   key=_path_order):
+                    ps = [t for t in rs if path_taken(t) == path]
+                    cnt = " ".join(
+                        f"{c}={sum(t.get(c, 0) for t in ps)}" for c in names
+                        if any(t.get(c, 0) for t in ps))
+                    label = (PATH_NAMES[what] if path == "parallel" else
+                             path.replace("declined: ", "serial, "))
+                    out(f"{what:8} {mode:8} {label:22} {len(ps):>4}  "
+                        f"{_spread([t['us'] for t in ps], 1000):22} "
+                        f"{cnt or '-'}")
+        out("  mode: the sysctl the run set; path taken: what its vmstat "
+            "counters say ran; \"serial, busy\" and the like are runs the "
+            "policy declined (no idle CPU, a refused task, one thread, no "
+            "memory) and zapped or freed serially: a decision, not a "
+            "failure, timed apart")
 
     # 4. Placement.
     if placement:
@@ -325,13 +375,18 @@ def report(args, res, tds, placement=None, out=print):
                 rep.compare(f"hugetlb {size}", ref, spec, a, b, 1000, "ms")
     for what in ("munmap", "exit"):
         par = [t["us"] for t in tdw if t["what"] == what
-               and t["mode"] == "parallel" and t["us"] >= 0]
+               and t["mode"] == "parallel" and t["us"] >= 0
+               and path_taken(t) == "parallel"]
         ser = [t["us"] for t in tdw if t["what"] == what
-               and t["mode"] == "serial" and t["us"] >= 0]
+               and t["mode"] == "serial" and t["us"] >= 0
+               and path_taken(t) == "serial"]
         if par and ser:
             rep.compare(f"{what} {tdw[0]['mib'] // 1024} GiB",
                         PATH_NAMES[what].replace(" ", "-"), "serial", par,
                         ser, 1000, "ms")
+        elif ser and any(t["what"] == what for t in tdw):
+            out(f"  {what}: no run took the {PATH_NAMES[what]} path, no "
+                "verdict (see the table above for why)")
     out(RULE)
 
     # Checks.
@@ -359,12 +414,18 @@ def report(args, res, tds, placement=None, out=print):
             for mode in ("serial", "parallel"):
                 rs = [t for t in tdw
                       if t["what"] == what and t["mode"] == mode]
-                good = sum(path_ran(t) for t in rs)
-                name = PATH_NAMES[what] if mode == "parallel" else "serial"
-                rep.check(bool(rs) and good == len(rs),
-                          f"{what} {mode}: the {name} path ran in {good} of "
-                          f"{len(rs)} runs (vmstat "
-                          f"{PATH_COUNTERS[what][0]})")
+                paths = [path_taken(t) for t in rs]
+                wrong = [p for p in paths if p.startswith("wrong")]
+                took = paths.count(mode)
+                said = (f"{what} {mode}: {took} of {len(rs)} runs took the "
+                        f"{PATH_NAMES[what] if mode == 'parallel' else 'serial'}"
+                        " path")
+                declined = [p for p in paths if p.startswith("declined")]
+                if declined:
+                    said += (f", {len(declined)} declined by the policy ("
+                             + "; ".join(sorted(set(declined))) + ")")
+                rep.check(bool(rs) and not wrong,
+                          said + (f"; wrong: {wrong[0]}" if wrong else ""))
     csv, png = write_outputs(args, res, tdw, rep)
     out(f"\nCSV {csv}; plot {png}; logs {args.logdir}/run-*.log")
     if rep.failed:
@@ -459,15 +520,16 @@ def write_outputs(args, res, tdw, rep):
         for i, r in enumerate(runs):
             for node, n in sorted(r["nodes"].items()):
                 rows.append((spec, i, "deferred", f"node{node}", n["threads"],
-                             n["us"]))
+                             n["us"], ""))
             for kb, j in sorted(hugetlb_jobs(r).items()):
                 rows.append((spec, i, f"hugetlb-{kb}kB", "job", j["threads"],
-                             j["us"]))
+                             j["us"], ""))
     for i, t in enumerate(tdw):
         rows.append(("rust", i, f"{t['what']}-{t['mode']}", "teardown",
-                     t.get(PATH_COUNTERS[t["what"]][1], 0), t["us"]))
+                     t.get(PATH_COUNTERS[t["what"]][1], 0), t["us"],
+                     path_taken(t)))
     csv = benchplot.write_csv("run", ("engine", "boot", "what", "part",
-                                      "threads", "us"), rows)
+                                      "threads", "us", "path"), rows)
     return csv, plot(args, rep)
 
 

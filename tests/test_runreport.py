@@ -86,6 +86,28 @@ class Teardowns(unittest.TestCase):
                   parallel_one_thread):
             self.assertFalse(runreport.path_ran(t), t)
 
+    def test_path_taken(self):
+        t = runreport.path_taken
+        self.assertEqual(t({"what": "exit", "mode": "serial"}), "serial")
+        self.assertEqual(t({"what": "exit", "mode": "parallel",
+                            "parallel_zap": 1, "parallel_zap_threads": 2}),
+                         "parallel")
+        self.assertEqual(t({"what": "exit", "mode": "parallel",
+                            "parallel_zap_busy": 1}), "declined: busy")
+        self.assertEqual(t({"what": "exit", "mode": "parallel",
+                            "parallel_zap_serial": 1,
+                            "parallel_zap_threads": 0}),
+                         "declined: one-thread")
+        self.assertEqual(t({"what": "munmap", "mode": "parallel",
+                            "tlb_parallel_free_nogrow_busy": 3}),
+                         "declined: busy")
+        # The kernel's faults: parallel with the sysctl off, and a
+        # parallel-mode run that says neither what ran nor why not.
+        self.assertTrue(t({"what": "munmap", "mode": "serial",
+                           "tlb_parallel_free": 1}).startswith("wrong"))
+        self.assertTrue(t({"what": "exit", "mode": "parallel",
+                           "parallel_zap": 0}).startswith("wrong"))
+
     def test_order_rotates(self):
         e = ["rust", "padata", "serial"]
         self.assertEqual(runreport.engine_order(e, 0), e)
@@ -184,6 +206,61 @@ class Report(unittest.TestCase):
         # The failed parallel exit (rc=1) fails the run.
         self.assertEqual(self.run_report(res, [td]), 1)
         self.assertTrue(any("free_test failed" in x for x in self.lines))
+
+    def exit_runs(self, *paths):
+        """TEARDOWN lines of exits: S a serial run, P a parallel one, B a
+        parallel-mode run refused as busy, W a serial-mode run that counted
+        a parallel zap, N a parallel-mode run that counted nothing; after
+        one serial and one parallel munmap()."""
+        counters = {"S": ("serial", 900000, "parallel_zap=0"),
+                    "P": ("parallel", 450000,
+                          "parallel_zap=1 parallel_zap_threads=2"),
+                    "B": ("parallel", 910000,
+                          "parallel_zap=0 parallel_zap_busy=1"),
+                    "W": ("serial", 450000,
+                          "parallel_zap=1 parallel_zap_threads=2"),
+                    "N": ("parallel", 900000, "parallel_zap=0")}
+        lines = ["TEARDOWN what=munmap mode=serial mib=2048 us=800000 rc=0 "
+                 "tlb_parallel_free=0",
+                 "TEARDOWN what=munmap mode=parallel mib=2048 us=600000 rc=0 "
+                 "tlb_parallel_free=3 tlb_parallel_free_threads=6"]
+        for p in paths:
+            mode, us, cnt = counters[p]
+            lines.append(f"TEARDOWN what=exit mode={mode} mib=2048 us={us} "
+                         f"rc=0 {cnt}")
+        return runreport.teardowns("\n".join(lines) + "\n")
+
+    def test_refusal_reported_not_failed(self):
+        res = {"rust": [guest.parse(boot_log("rust"), "rust", 1.0)]}
+        td = self.exit_runs("S", "P", "S", "B", "S", "P", "S", "B", "S", "P")
+        self.assertEqual(self.run_report(res, [td]), 0, "\n".join(self.lines))
+        text = "\n".join(self.lines)
+        self.assertRegex(text, r"exit\s+parallel\s+parallel zap\s+3 ")
+        self.assertRegex(text, r"exit\s+parallel\s+serial, busy\s+2 ")
+        self.assertIn("ok - exit parallel: 3 of 5 runs took the parallel zap "
+                      "path, 2 declined by the policy (declined: busy)", text)
+        # The verdict is over the three parallel runs only: 450 ms each.
+        self.assertRegex(text, r"exit 2 GiB\s+parallel-zap/serial\s+0\.50 ")
+
+    def test_all_declined_gives_no_verdict(self):
+        res = {"rust": [guest.parse(boot_log("rust"), "rust", 1.0)]}
+        td = self.exit_runs("S", "B", "S", "B")
+        self.assertEqual(self.run_report(res, [td]), 0)
+        text = "\n".join(self.lines)
+        self.assertNotIn("parallel-zap/serial", text)
+        self.assertIn("exit: no run took the parallel zap path", text)
+
+    def test_parallel_with_sysctl_off_fails(self):
+        res = {"rust": [guest.parse(boot_log("rust"), "rust", 1.0)]}
+        self.assertEqual(self.run_report(res, [self.exit_runs("W", "P")]), 1)
+        self.assertTrue(any(x.startswith("FAILED - exit serial") and
+                            "with the sysctl off" in x for x in self.lines))
+
+    def test_nothing_counted_fails(self):
+        res = {"rust": [guest.parse(boot_log("rust"), "rust", 1.0)]}
+        self.assertEqual(self.run_report(res, [self.exit_runs("S", "N")]), 1)
+        self.assertTrue(any(x.startswith("FAILED - exit parallel") and
+                            "no refusal counted" in x for x in self.lines))
 
     def test_verdicts_worded(self):
         fast = [guest.parse(boot_log("rust", us=(10000, 10000),

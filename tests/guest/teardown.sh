@@ -15,6 +15,11 @@
 # (default serial first); the order flips every repetition.
 # Huge pages allocated at boot are given back first, so that they do not
 # take the memory the teardown maps.
+# mttest.teardown_trace (a diagnosis, issue 46): the scheduler's switches
+# and wake-ups are traced over every parallel-mode run, and the trace of a
+# run the policy declined (a refusal counter moved) is printed between
+# TEARDOWN-TRACE and TEARDOWN-TRACE-END: what ran on the other CPUs when the
+# gate looked.
 
 VM=/proc/sys/vm
 COUNTERS="tlb_parallel_free tlb_parallel_free_threads tlb_parallel_free_fallback
@@ -33,6 +38,18 @@ deltas() {
 }
 
 mib=$(arg mttest.teardown)
+T=/sys/kernel/tracing
+trace=
+case " $(cat /proc/cmdline) " in *" mttest.teardown_trace "*)
+	mount -t tracefs nodev $T 2>/dev/null
+	if [ -w $T/trace ]; then
+		trace=1
+		echo 0 > $T/tracing_on
+		echo 16384 > $T/buffer_size_kb
+		echo sched:sched_switch sched:sched_wakeup sched:sched_wakeup_new \
+			workqueue:workqueue_queue_work > $T/set_event
+	fi ;;
+esac
 reps=$(arg mttest.teardown_reps)
 first=$(arg mttest.teardown_first)
 for d in /sys/kernel/mm/hugepages/hugepages-*; do
@@ -57,10 +74,30 @@ for i in $(seq "${reps:-1}"); do
 			else
 				echo $p > $VM/parallel_zap
 			fi
+			if [ -n "$trace" ] && [ $mode = parallel ]; then
+				echo > $T/trace
+				echo 1 > $T/tracing_on
+			fi
 			s0=$(snap)
 			out=$(free_test $what "$mib" 0)
 			rc=$?
 			s1=$(snap)
+			if [ -n "$trace" ] && [ $mode = parallel ]; then
+				echo 0 > $T/tracing_on
+				d=$(deltas "$s0" "$s1")
+				case "$d" in *_busy=[1-9]*|*_refused=[1-9]*|*_serial=[1-9]*|*_nogrow=[1-9]*)
+					echo "TEARDOWN-TRACE what=$what"
+					# 100 events before the mark (the exit
+					# starts right after it), 300 from it on.
+					awk '/tracing_mark_write: mtbench teardown/ {
+						for (i = NR - 100; i < NR; i++)
+							if (i > 0) print l[i % 100]
+						n = 300 }
+					n > 0 { print; n-- }
+					{ l[NR % 100] = $0 }' $T/trace
+					echo TEARDOWN-TRACE-END ;;
+				esac
+			fi
 			echo 0 > $VM/parallel_free
 			echo 0 > $VM/parallel_zap
 			us=$(echo "$out" | sed -n 's/^FREE .* us=\([0-9]*\)$/\1/p')
