@@ -304,7 +304,7 @@ bench-free-arm64: setup-arm64 kernel-arm64
 # check-full's arm64 stages alone: KUnit, the oops in a scope, boottest,
 # hugetlbtest and freetest on the arm64 guest (scripts/check.sh).
 check-arm64:
-	@CHECK_FULL=1 CHECK_STAGES="kunit-arm64 scope-oops-arm64 boottest-arm64 hugetlbtest-arm64 freetest-zap-arm64 freetest-selftests-arm64 kunit-arm64-64K scope-oops-arm64-64K boottest-arm64-64K hugetlbtest-arm64-64K freetest-zap-arm64-64K freetest-selftests-arm64-64K" \
+	@CHECK_FULL=1 CHECK_STAGES="kunit-arm64 scope-oops-arm64 oops-park-arm64 boottest-arm64 hugetlbtest-arm64 freetest-zap-arm64 freetest-selftests-arm64 kunit-arm64-64K scope-oops-arm64-64K oops-park-arm64-64K boottest-arm64-64K hugetlbtest-arm64-64K freetest-zap-arm64-64K freetest-selftests-arm64-64K" \
 		bash scripts/check.sh
 
 # Boot-time hugetlb allocation time, 2M and 1G, per engine, REPEAT boots,

@@ -327,26 +327,19 @@ static bool mtjob_one_thread(const struct mtjob *job, int max_threads)
  * The join's acquisition of the call site's class; nothing without lockdep.
  * Inlined, so that a report names the caller as the engine's join would.
  */
-static __always_inline void mtjob_lockdep_join(struct lock_class_key *key,
-					       const char *class_name)
+static __always_inline void mtjob_lockdep_join(struct lockdep_map *map)
 {
-#ifdef CONFIG_LOCKDEP
-	struct lockdep_map map;
-
-	lockdep_init_map_type(&map, class_name, key, 0, LD_WAIT_INV,
-			      LD_WAIT_INV, LD_LOCK_NORMAL);
-	lock_map_acquire(&map);
-	lock_map_release(&map);
-#endif
+	lock_map_acquire(map);
+	lock_map_release(map);
 }
 
 static int mtjob_run_alone(const struct mtjob *job, bool off_node,
 			   struct mtjob_report *report,
-			   struct lock_class_key *key, const char *class_name)
+			   struct lockdep_map *map)
 {
 	int ret = mtjob_chunk(job, job->start, job->start + job->size);
 
-	mtjob_lockdep_join(key, class_name);
+	mtjob_lockdep_join(map);
 	report->nr_threads = 1;
 	report->nr_off_node = off_node;
 	return ret;
@@ -390,13 +383,16 @@ bool mtjob_may_use_helpers(gfp_t gfp)
  * __mtjob_run() - run a multithreaded job, see mtjob_run_report()
  * @job: the job
  * @report: where to say how it ran, or NULL
+ * @map: the static lockdep map of the call site's join, of @key and named
+ *	@class_name
  * @key: the static lock class key of the call site
  * @class_name: the name of their class, a static string
  *
  * Return: as mtjob_run().
  */
 int __mtjob_run(const struct mtjob *job, struct mtjob_report *report,
-		struct lock_class_key *key, const char *class_name)
+		struct lockdep_map *map, struct lock_class_key *key,
+		const char *class_name)
 {
 	int cap = READ_ONCE(mtjob_max_threads);
 	struct mtjob_report rep = {};
@@ -424,7 +420,7 @@ int __mtjob_run(const struct mtjob *job, struct mtjob_report *report,
 	if (rep.engine == MTJOB_ENGINE_RUST &&
 	    mtjob_one_thread(job, max_threads) &&
 	    mtjob_caller_alone(job, &off_node)) {
-		ret = mtjob_run_alone(job, off_node, &rep, key, class_name);
+		ret = mtjob_run_alone(job, off_node, &rep, map);
 		goto out;
 	}
 
@@ -432,7 +428,8 @@ int __mtjob_run(const struct mtjob *job, struct mtjob_report *report,
 		ret = mtjob_try_padata(job, max_threads, &rep, &ran);
 	if (!ran && rep.engine != MTJOB_ENGINE_SERIAL &&
 	    IS_ENABLED(CONFIG_MTJOB_RUST)) {
-		ret = mtjob_rust_run(job, max_threads, &rep, key, class_name);
+		ret = mtjob_rust_run(job, max_threads, &rep, map, key,
+				     class_name);
 		ran = true;
 	}
 	if (!ran)

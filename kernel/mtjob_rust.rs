@@ -24,7 +24,10 @@ use kernel::{
     },
     prelude::*,
     str::CStr,
-    sync::LockClassKey, //
+    sync::{
+        lockdep::LockdepMap,
+        LockClassKey, //
+    },
 };
 
 /// The C job's callbacks and their argument, shared by every thread of the job.
@@ -61,6 +64,7 @@ fn run(
     report: &mut bindings::mtjob_report,
     name: &'static CStr,
     key: Pin<&'static LockClassKey>,
+    map: &'static LockdepMap,
 ) -> Result {
     let cb = Callbacks {
         thread_fn: job.thread_fn.ok_or(EINVAL)?,
@@ -101,7 +105,7 @@ fn run(
         bindings::GFP_NOWAIT => GFP_NOWAIT,
         _ => return Err(EINVAL),
     };
-    let mtjob = Job::new(job.start..end, name, key)?
+    let mtjob = Job::new(job.start..end, name, key, map)?
         .align(Align::new(job.align as u64)?)
         .min_chunk(job.min_chunk as u64)
         .max_threads(max_threads)
@@ -119,8 +123,13 @@ fn run(
 ///
 /// Returns 0 or the error of creating the node workqueue (jobs then queue node-affine helpers on
 /// `system_dfl_wq`).
+///
+/// # Safety
+///
+/// Always safe to call; `unsafe` because `#[export]` requires it, as for
+/// `drm_panic_qr_max_data_size()`.
 #[export]
-pub extern "C" fn mtjob_rust_init() -> c_int {
+pub unsafe extern "C" fn mtjob_rust_init() -> c_int {
     match kernel::mtjob::prepare_node_workqueue() {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
@@ -131,9 +140,15 @@ pub extern "C" fn mtjob_rust_init() -> c_int {
 /// thread's jobs spawn fail as a failed allocation would; 0 turns it off.
 ///
 /// Returns what the previous setting still had to count: 0 if it failed a helper or was off.
+///
+/// # Safety
+///
+/// Always safe to call; `unsafe` because `#[export]` requires it.
 #[cfg(CONFIG_MTJOB_KUNIT_TEST)]
 #[export]
-pub extern "C" fn mtjob_rust_fail_nth_helper(nth: kernel::ffi::c_uint) -> kernel::ffi::c_uint {
+pub unsafe extern "C" fn mtjob_rust_fail_nth_helper(
+    nth: kernel::ffi::c_uint,
+) -> kernel::ffi::c_uint {
     let left = kernel::mtjob::fail_helper::set(nth as usize);
     kernel::ffi::c_uint::try_from(left).unwrap_or(kernel::ffi::c_uint::MAX)
 }
@@ -149,13 +164,15 @@ pub extern "C" fn mtjob_rust_fail_nth_helper(nth: kernel::ffi::c_uint) -> kernel
 /// `job` must point to a valid `struct mtjob` that nobody changes during the call, whose
 /// `thread_fn` (and `node_of`, if set) may be called concurrently with `fn_arg` until this
 /// function returns. `report` must point to a valid `struct mtjob_report` that nobody else
-/// accesses during the call. `key` must point to the static lock class key of the call site
-/// (`mtjob_run()`), and `class_name` to a static C string (only read with `CONFIG_LOCKDEP`).
+/// accesses during the call. `map` must point to the static lockdep map of the call site's join
+/// (`mtjob_run()`), of the class `key`, the static lock class key of the call site, and named
+/// `class_name`, a static C string (only read with `CONFIG_LOCKDEP`).
 #[export]
 pub unsafe extern "C" fn mtjob_rust_run(
     job: *const bindings::mtjob,
     max_threads: c_int,
     report: *mut bindings::mtjob_report,
+    map: *mut bindings::lockdep_map,
     key: *mut bindings::lock_class_key,
     class_name: *const c_char,
 ) -> c_int {
@@ -167,6 +184,9 @@ pub unsafe extern "C" fn mtjob_rust_run(
     // SAFETY: by the safety requirements `key` points to a static key, never moved nor freed,
     // which `LockClassKey` wraps transparently.
     let key = unsafe { Pin::static_ref(&*key.cast::<LockClassKey>()) };
+    // SAFETY: by the safety requirements `map` points to a static map of a static name and key,
+    // which nothing else writes but lockdep.
+    let map = unsafe { LockdepMap::from_raw(map) };
     // The name is only read by lockdep (`lockdep_init_map*()` for the scope and its work items):
     // without it, no `strlen()` per job.
     let name = if cfg!(CONFIG_LOCKDEP) {
@@ -175,7 +195,7 @@ pub unsafe extern "C" fn mtjob_rust_run(
     } else {
         c"mtjob"
     };
-    match run(job, max_threads, report, name, key) {
+    match run(job, max_threads, report, name, key, map) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }

@@ -107,9 +107,13 @@
  *   woken on a system short of memory, to which the reaper already brings
  *   a second thread.
  *
- * - An oops in the exiting task's own chunk panics (kernel/workqueue_scope.c):
- *   the helpers use the job's state on its stack, which the dead task's
- *   exit would reuse.  Upstream leaves such a task dead and goes on.
+ * - An oops in the exiting task's own chunk parks the task (its stack is
+ *   lent to the job's helpers, task_stack_lent(); kernel/exit.c): the
+ *   helpers use the job's state on its stack, which do_exit() would reuse,
+ *   so the task never runs again and keeps its stack and mm; the helpers
+ *   finish their chunks.  An oops in a helper's chunk kills the kworker,
+ *   and the exiting task waits for it forever in the join, as any flush of
+ *   an oopsed work item does.
  *
  * - The parallel free does not nest: each chunk's gather frees its own
  *   pages serially, since the zap's threads already are the CPUs the free
@@ -305,11 +309,46 @@ struct zap_job {
 static unsigned int test_wait_reaper_ms;
 module_param(test_wait_reaper_ms, uint, 0644);
 
+/*
+ * Test only: the next job with helpers oopses (BUG()) at the start of a chunk,
+ * once: 1 in a chunk of its caller, after a helper started one (so that the
+ * helpers are zapping with the job's state on the caller's stack), 2 in a
+ * chunk of a helper.  Reset to 0 when it fires.
+ */
+static unsigned int test_oops_chunk;
+module_param(test_oops_chunk, uint, 0644);
+
+static void zap_test_oops(struct zap_job *zj)
+{
+	unsigned int which = READ_ONCE(test_oops_chunk);
+	bool caller = current == zj->caller;
+	int i;
+
+	if (!which || zj->helpers < 1 || which != (caller ? 1 : 2))
+		return;
+	/* The caller waits up to a second for a helper's first chunk. */
+	for (i = 0; caller && i < 1000 && atomic_read(&zj->test_chunks) < 2; i++)
+		usleep_range(1000, 2000);
+	if (cmpxchg(&test_oops_chunk, which, 0) != which)
+		return;
+	pr_info("zap_parallel: test: oops in a chunk of the %s (pid %d), job of pid %d with %d helper(s), %d chunk(s) started\n",
+		caller ? "caller" : "helper", task_pid_nr(current),
+		task_pid_nr(zj->caller), zj->helpers,
+		atomic_read(&zj->test_chunks));
+	BUG();
+}
+
 static void zap_test_chunk_start(struct zap_job *zj)
 {
 	unsigned int ms = READ_ONCE(test_wait_reaper_ms);
-	unsigned long timeout = jiffies + msecs_to_jiffies(ms);
+	unsigned long timeout;
 
+	if (READ_ONCE(test_oops_chunk)) {
+		atomic_inc(&zj->test_chunks);
+		zap_test_oops(zj);
+		return;
+	}
+	timeout = jiffies + msecs_to_jiffies(ms);
 	if (!ms || READ_ONCE(mrelease_test_mm) != zj->mm ||
 	    atomic_inc_return(&zj->test_chunks) == 1)
 		return;
@@ -1029,8 +1068,10 @@ static int zap_parallel_sysctl(const struct ctl_table *table, int write,
  * task's own mm, not an OOM victim's nor one being reaped, and not where
  * the data cache aliases (tlb_start_vma() would flush the cache of the
  * whole VMA once per chunk): zap_live_allowed().  As for an exit, an oops
- * in the caller's own chunk panics (kernel/workqueue_scope.c): the helpers
- * use the job's state on its stack, and munmap()'s side tree.
+ * in the caller's own chunk parks the caller with its stack kept (the
+ * helpers use the job's state on its stack, and munmap()'s side tree): it
+ * never returns to user space, never releases its mmap_lock, and its
+ * process's other threads block on that lock as on any oopsed holder's.
  *
  * MADV_DONTNEED and MADV_DONTNEED_LOCKED share the walk: their
  * zap_vma_range_batched() is __zap_vma_range() over a range of one live

@@ -703,6 +703,65 @@ HUGETLB_SCENARIOS += [
 ]
 
 
+# An oops inside a scope (issue 47, tests/guest/oops.sh): where each case's
+# task must end, and the lines that show it.
+OOPS_STATE_RE = re.compile(r"^OOPS-STATE which=(\w+) pid=(\d+) state=(\S+) "
+                           r"rss_kb=(\S+) armed=(\d+)", re.M)
+OOPS_SURVIVOR_RE = re.compile(r"^OOPS-SURVIVOR what=(\w+) rc=(\d+)", re.M)
+OOPS_CASES = {
+    # The munmap() caller oopses in its own chunk: parked ("X"), its mm
+    # (VmRSS) kept, while the helpers finish on its stack.
+    "caller": ("X", "died with its stack lent to work items: parked"),
+    # A helper oopses: that kworker dies as any; the caller waits for its
+    # item in the join ("D"), holding its mmap_lock.
+    "helper": ("D", None),
+}
+
+
+def cmd_oopstest(args):
+    """An oops in a chunk of a live munmap()'s parallel zap, of its caller
+    and of a helper, with panic_on_oops=0: the task ends as the design says
+    and the guest goes on (another process maps, frees and exits, and the
+    guest powers off); the caller's again with panic_on_oops=1: a panic."""
+    check = Checks()
+    kasan = kconfig(args, "KASAN") == "y"
+    for which, (state, line) in OOPS_CASES.items():
+        r, log = boot(args, "rust", f"mttest.oops={which}")
+        path = save_log(args, f"oops-{which}.log", log)
+        fired = f"zap_parallel: test: oops in a chunk of the {which}"
+        check(fired in log and ("kernel BUG at mm/zap_parallel.c" in log or
+                                "Internal error: Oops - BUG" in log),
+              f"{which}: the BUG() in a chunk of the {which} fired ({path})")
+        m = OOPS_STATE_RE.search(log)
+        check(bool(m) and m.group(3) == state,
+              f"{which}: the munmap() caller's state is {state!r} "
+              f"({m.group(0) if m else 'no OOPS-STATE line'})")
+        if which == "caller":
+            check(bool(m) and m.group(4) not in ("-", "0"),
+                  f"{which}: the parked task keeps its mm "
+                  f"(VmRSS {m.group(4) if m else '?'} kB)")
+        if line:
+            check(line in log, f"{which}: the kernel says {line!r}")
+        surv = OOPS_SURVIVOR_RE.findall(log)
+        check(len(surv) == 2 and all(rc == "0" for _, rc in surv),
+              f"{which}: another process mapped, touched, freed and "
+              f"exited afterwards ({surv})")
+        check(r["ok"] and "OOPS-END" in log and "Kernel panic" not in log,
+              f"{which}: no panic, the guest powered off "
+              f"({r['wall']:.1f} s)")
+        check("BUG: KASAN" not in log, f"{which}: no KASAN report"
+              + ("" if kasan else " (this kernel has no KASAN)"))
+        for name in ("OOPS-STATUS", "OOPS-STACK", "OOPS-VMSTAT"):
+            for x in re.findall(rf"^{name} .*", log, re.M)[:8]:
+                print(f"  {x}")
+    r, log = boot(args, "rust", "mttest.oops=caller oops=panic")
+    path = save_log(args, "oops-panic.log", log)
+    check("Kernel panic - not syncing: Fatal exception" in log and
+          "OOPS-END" not in log,
+          f"oops=panic (panic_on_oops): the caller's oops panics ({path})")
+    return check.finish("oopstest")
+
+
 def page_kb(kbuild):
     """The base page size of KBUILD's kernel, in kB."""
     for kb in (64, 16):
@@ -1654,7 +1713,7 @@ def main():
                                  formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("command", choices=("run", "boottest", "hugetlbtest",
                                         "hugetlbbench", "freetest",
-                                        "freebench"))
+                                        "freebench", "oopstest"))
     ap.add_argument("--kbuild", default=os.environ.get(
         "KBUILD", os.path.join(REPO, "build", "kbuild-7.3")))
     ap.add_argument("--mem", dest="mem_gib", type=int, default=8,
@@ -1767,7 +1826,8 @@ def main():
     sys.exit({"run": cmd_run, "boottest": cmd_boottest,
               "hugetlbtest": cmd_hugetlbtest,
               "hugetlbbench": cmd_hugetlbbench, "freetest": cmd_freetest,
-              "freebench": cmd_freebench}[args.command](args))
+              "freebench": cmd_freebench,
+              "oopstest": cmd_oopstest}[args.command](args))
 
 
 if __name__ == "__main__":

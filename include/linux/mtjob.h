@@ -12,7 +12,7 @@
 #define _LINUX_MTJOB_H
 
 #include <linux/gfp_types.h>
-#include <linux/lockdep_types.h>
+#include <linux/lockdep.h>
 #include <linux/types.h>
 
 /**
@@ -139,7 +139,8 @@ struct mtjob_report {
 };
 
 int __mtjob_run(const struct mtjob *job, struct mtjob_report *report,
-		struct lock_class_key *key, const char *class_name);
+		struct lockdep_map *map, struct lock_class_key *key,
+		const char *class_name);
 const char *mtjob_engine_name(enum mtjob_engine engine);
 bool mtjob_may_use_helpers(gfp_t gfp);
 
@@ -177,11 +178,19 @@ bool mtjob_may_use_helpers(gfp_t gfp);
  *
  * Return: as mtjob_run().
  */
+/* The join's map of a call site of mtjob_run_report(), of its __mtjob_key. */
+#ifdef CONFIG_LOCKDEP
+#define __MTJOB_MAP_INIT	STATIC_LOCKDEP_MAP_INIT(__func__, &__mtjob_key)
+#else
+#define __MTJOB_MAP_INIT	{ }
+#endif
+
 #define mtjob_run_report(job, report)					\
 ({									\
 	static struct lock_class_key __mtjob_key;			\
+	static struct lockdep_map __mtjob_map = __MTJOB_MAP_INIT;	\
 									\
-	__mtjob_run(job, report, &__mtjob_key, __func__);		\
+	__mtjob_run(job, report, &__mtjob_map, &__mtjob_key, __func__);	\
 })
 
 /*
@@ -192,8 +201,8 @@ bool mtjob_may_use_helpers(gfp_t gfp);
  * calls are compiled out with IS_ENABLED() rather than #ifdef.
  */
 int mtjob_rust_run(const struct mtjob *job, int max_threads,
-		   struct mtjob_report *report, struct lock_class_key *key,
-		   const char *class_name);
+		   struct mtjob_report *report, struct lockdep_map *map,
+		   struct lock_class_key *key, const char *class_name);
 int mtjob_rust_init(void);
 /* Test hook for kernel/mtjob_test.c, built with CONFIG_MTJOB_KUNIT_TEST. */
 unsigned int mtjob_rust_fail_nth_helper(unsigned int nth);

@@ -156,6 +156,7 @@
  * Exits 1 with a message on stderr when a syscall fails or data is wrong.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -1065,6 +1066,55 @@ static void spread_touch(char *p, size_t bytes)
 }
 
 /*
+ * With FREE_TEST_RUNNABLE in the environment (teardown.sh, issue 46): the
+ * other tasks that are running or runnable (state R in /proc/PID/stat) just
+ * before the exit, as "comm[pid]@cpu ..." in @out (@len bytes): what an
+ * idle-CPU check at the exit's start would find on the other CPUs.
+ */
+static void runnable_others(char *out, size_t len)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	size_t n = 0;
+
+	out[0] = 0;
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char path[64], buf[512], comm[64], *p;
+		int pid = atoi(e->d_name), cpu = -1, fd, i;
+		ssize_t r;
+
+		if (pid <= 0 || pid == getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			continue;
+		r = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (r <= 0)
+			continue;
+		buf[r] = 0;
+		p = strrchr(buf, ')');
+		if (!p || p[1] != ' ' || p[2] != 'R')
+			continue;
+		/* Field 39 is the CPU it last ran on; p + 2 is field 3. */
+		for (i = 3, p += 2; *p && i < 39; p++)
+			if (*p == ' ')
+				i++;
+		cpu = atoi(p);
+		*strrchr(buf, ')') = 0;
+		snprintf(comm, sizeof(comm), "%s", strchr(buf, '(') + 1);
+		n += snprintf(out + n, n < len ? len - n : 0, "%s[%d]@%d ",
+			      comm, pid, cpu);
+		if (n >= len)
+			break;
+	}
+	closedir(d);
+}
+
+/*
  * The child maps and touches, tells the parent, sleeps 100 ms so that the
  * parent is asleep in waitpid() (as a shell waits for a large process that
  * exits), then stamps the time in a page it shares with the parent and
@@ -1105,6 +1155,8 @@ static void do_exit(size_t bytes, int thp)
 				_exit(4);
 			close(fd);
 		}
+		if (getenv("FREE_TEST_RUNNABLE"))
+			runnable_others((char *)&t0[2], PAGE - 2 * sizeof(*t0));
 		teardown_mark(0);
 		t0[1] = tlb_ipis();
 		*t0 = now_us();
@@ -1117,6 +1169,8 @@ static void do_exit(size_t bytes, int thp)
 	if (!WIFEXITED(status) || WEXITSTATUS(status))
 		exit(1);
 	report_tlb("exit", bytes, thp, now_us() - *t0, t0[1]);
+	if (getenv("FREE_TEST_RUNNABLE"))
+		printf("FREERUNNABLE %s\n", (char *)&t0[2]);
 	munmap((void *)t0, PAGE);
 	close(fds[0]);
 	close(fds[1]);

@@ -9,7 +9,11 @@
 #            rc=<free_test's exit code> <vmstat counter>=<delta> ...
 # with the /proc/vmstat deltas over the run of every counter in COUNTERS:
 # they show which path ran (a serial run counts nothing; a parallel one
-# counts its flushes or zaps and their threads).
+# counts its flushes or zaps and their threads), and of kswapd's and
+# kcompactd's counters (BG_COUNTERS); an exit also prints
+#   TEARDOWN-RUNNABLE what=exit mode=<mode>: <comm[pid]@cpu> ...
+# the other tasks in state R just before the child's exit (free_test's
+# FREE_TEST_RUNNABLE): what the exit's idle-CPU check had to compete with.
 # mttest.teardown_reps=N runs each pair N times (default 1);
 # mttest.teardown_first=parallel runs the parallel mode of each pair first
 # (default serial first); the order flips every repetition.
@@ -26,11 +30,17 @@ COUNTERS="tlb_parallel_free tlb_parallel_free_threads tlb_parallel_free_fallback
 	tlb_parallel_free_nogrow_busy parallel_zap parallel_zap_threads
 	parallel_zap_serial parallel_zap_busy parallel_zap_refused
 	parallel_zap_nomem"
+# What else ran in the guest during the run (issue 46: an exit refused as
+# busy on a quiet machine): kswapd's and kcompactd's work, and the watermark
+# boosts that wake kswapd after a fragmenting allocation.
+BG_COUNTERS="pageoutrun pgscan_kswapd pgsteal_kswapd compact_daemon_wake
+	compact_daemon_migrate_scanned compact_daemon_free_scanned
+	kswapd_low_wmark_hit_quickly kswapd_high_wmark_hit_quickly"
 arg() { sed -n "s/.*[ ]$1=\([^ ]*\).*/\1/p" /proc/cmdline; }
 snap() { awk '{ printf "%s %s\n", $1, $2 }' /proc/vmstat; }
 deltas() {
 	# $1, $2: two snap outputs; print "name=delta" for COUNTERS.
-	for k in $COUNTERS; do
+	for k in $COUNTERS $BG_COUNTERS; do
 		a=$(echo "$1" | awk -v k=$k '$1 == k { print $2 }')
 		b=$(echo "$2" | awk -v k=$k '$1 == k { print $2 }')
 		printf ' %s=%s' $k $((${b:-0} - ${a:-0}))
@@ -79,7 +89,7 @@ for i in $(seq "${reps:-1}"); do
 				echo 1 > $T/tracing_on
 			fi
 			s0=$(snap)
-			out=$(free_test $what "$mib" 0)
+			out=$(FREE_TEST_RUNNABLE=1 free_test $what "$mib" 0)
 			rc=$?
 			s1=$(snap)
 			if [ -n "$trace" ] && [ $mode = parallel ]; then
@@ -101,6 +111,8 @@ for i in $(seq "${reps:-1}"); do
 			echo 0 > $VM/parallel_free
 			echo 0 > $VM/parallel_zap
 			us=$(echo "$out" | sed -n 's/^FREE .* us=\([0-9]*\)$/\1/p')
+			# What else was runnable at the exit's start (issue 46).
+			echo "$out" | sed -n "s/^FREERUNNABLE \(.*\)/TEARDOWN-RUNNABLE what=$what mode=$mode: \1/p"
 			echo "TEARDOWN what=$what mode=$mode mib=$mib us=${us:--1}" \
 				"rc=$rc$(deltas "$s0" "$s1")"
 		done

@@ -72,6 +72,7 @@ use crate::{
             Atomic,
             Relaxed, //
         },
+        lockdep::LockdepMap,
         LockClassKey, //
     },
     workqueue::scope_with_key, //
@@ -115,7 +116,13 @@ macro_rules! new_job {
         // A static, so that the name has one address however often the call site is inlined or
         // monomorphised: lockdep compares a class's names by address.
         static NAME: &$crate::str::CStr = $crate::optional_name!($($name)?);
-        $crate::mtjob::Job::new($range, NAME, $crate::static_lock_class!())
+        static KEY: $crate::sync::LockClassKey =
+            // SAFETY: a static, which is never dropped nor moved.
+            unsafe { $crate::sync::LockClassKey::new_static() };
+        // The join's map, made at build time for the call site.
+        static MAP: $crate::sync::lockdep::LockdepMap =
+            $crate::sync::lockdep::LockdepMap::new_static(NAME, &KEY);
+        $crate::mtjob::Job::new($range, NAME, $crate::prelude::Pin::static_ref(&KEY), &MAP)
     }};
 }
 pub use new_job;
@@ -243,6 +250,15 @@ impl Align {
 
 /// Where the helpers of a [`Job`] run and which chunks they take first.
 ///
+/// # The node of an index
+///
+/// The closure of [`Affinity::ByIndex`] and [`Affinity::ByIndexStrict`] (`node_of`) is called
+/// on the job's calling thread, once per chunk with the chunk's first index, before any chunk
+/// runs, and never after [`Job::run`] returns. It places chunks and nothing else: whatever it
+/// answers, even a node that is offline, not possible or different from one call to the next,
+/// every index of the range still runs exactly once; only where it runs changes. It is `Sync`
+/// because the job is shared with its helpers, which do not call it.
+///
 /// # Examples
 ///
 /// ```
@@ -368,12 +384,14 @@ pub struct Job<'a, I: Index> {
     alloc_flags: Flags,
     name: &'static CStr,
     key: Pin<&'static LockClassKey>,
+    map: &'static LockdepMap,
 }
 
 impl<'a, I: Index> Job<'a, I> {
     /// Returns a job over `range`, with one thread, whose helpers run under the lock class `key`
-    /// named `name` and whose join acquires it (see [`workqueue::scope_with_key`]); [`new_job!`]
-    /// makes both for the call site. `name` must be the same pointer for every job of `key`.
+    /// named `name` and whose join acquires `map`, of that class (see
+    /// [`workqueue::scope_with_key`]); [`new_job!`] makes the three, static, for the call site.
+    /// `name` must be the same pointer for every job of `key`.
     ///
     /// [`workqueue::scope_with_key`]: crate::workqueue::scope_with_key
     ///
@@ -396,6 +414,7 @@ impl<'a, I: Index> Job<'a, I> {
         range: Range<I>,
         name: &'static CStr,
         key: Pin<&'static LockClassKey>,
+        map: &'static LockdepMap,
     ) -> Result<Self> {
         let (start, end) = (range.start.into_u64(), range.end.into_u64());
         if start > end {
@@ -412,6 +431,7 @@ impl<'a, I: Index> Job<'a, I> {
             alloc_flags: GFP_KERNEL,
             name,
             key,
+            map,
         })
     }
 
@@ -549,13 +569,14 @@ impl<'a, I: Index> Job<'a, I> {
     /// chunks already running finish, and this error is returned. Failing to allocate helpers is
     /// not an error: the job then runs with fewer threads.
     ///
-    /// # Panics
+    /// # An oops in a chunk
     ///
-    /// The kernel panics if `f` oopses (or a Rust panic happens in it, an index out of bounds
-    /// included) on the calling thread while helpers may still run: they borrow `f` and what it
-    /// borrows, and the calling thread's stack would be freed under them (see
-    /// [`workqueue::scope_with_key`]). A job of one thread run without a scope (no lockdep) gets
-    /// the ordinary oops instead: nothing else borrows its stack.
+    /// If `f` oopses (or a Rust panic happens in it, an index out of bounds included) on the
+    /// calling thread while helpers may still run, the thread is parked, its stack kept: the
+    /// helpers borrow `f` and what it borrows (see [`workqueue::scope_with_key`]). An oops on a
+    /// helper kills that kworker as any oops in a work item does, and the caller then waits for
+    /// it forever. A job of one thread run without a scope gets the ordinary oops: nothing else
+    /// borrows its stack.
     ///
     /// [`workqueue::scope_with_key`]: crate::workqueue::scope_with_key
     ///
@@ -645,7 +666,13 @@ impl<'a, I: Index> Job<'a, I> {
             off_node: Atomic::new(0),
             _index: PhantomData,
         };
-        let threads = shared.run(&self.affinity, self.alloc_flags, self.name, self.key);
+        let threads = shared.run(
+            &self.affinity,
+            self.alloc_flags,
+            self.name,
+            self.key,
+            self.map,
+        );
         let report = Report {
             threads,
             chunks: plan.chunks,
@@ -673,7 +700,7 @@ impl<'a, I: Index> Job<'a, I> {
         let r = plan.range(0);
         let off_node = usize::from(!here);
         let res = if cfg!(CONFIG_LOCKDEP) {
-            scope_with_key(self.name, self.key, |_| {
+            scope_with_key(self.name, self.key, self.map, |_| {
                 f(I::from_u64(r.start)..I::from_u64(r.end))
             })
         } else {

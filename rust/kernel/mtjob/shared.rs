@@ -26,6 +26,7 @@ use crate::{
             Atomic,
             Relaxed, //
         },
+        lockdep::LockdepMap,
         LockClassKey,
         SetOnce, //
     },
@@ -33,8 +34,8 @@ use crate::{
         self,
         scope_with_key,
         OwnedQueue,
-        Queue,
-        QueueFlag, //
+        QueueFlag,
+        UnboundQueue, //
     },
 };
 use core::{
@@ -218,11 +219,12 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
         flags: Flags,
         name: &'static CStr,
         key: Pin<&'static LockClassKey>,
+        map: &'static LockdepMap,
     ) -> usize {
         let me = NumaNode::current();
         let (nodes, helpers_cover_all) = self.segment_nodes(me);
         let mut caller_ran = 0;
-        let helpers = scope_with_key(name, key, |s| {
+        let helpers = scope_with_key(name, key, map, |s| {
             // Whether the calling thread may wait for helpers that have not started: waiting may
             // depend on kworker creation, which allocates with GFP_KERNEL, and is not allowed in
             // reclaim or from a work item (`Scope::may_wait`).
@@ -305,7 +307,7 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
 }
 
 /// The workqueue of helpers queued on a node, made at boot by [`prepare_node_workqueue`].
-static NODE_QUEUE: SetOnce<&'static Queue> = SetOnce::new();
+static NODE_QUEUE: SetOnce<&'static UnboundQueue> = SetOnce::new();
 
 /// Returns the workqueue for helpers that should run on a given node: unbound with strict NUMA
 /// affinity, so that its workers run only on the CPUs of the node they were queued on.
@@ -314,7 +316,7 @@ static NODE_QUEUE: SetOnce<&'static Queue> = SetOnce::new();
 /// KUnit runs (4 vCPUs on 2 nodes) a helper queued on one node ran chunks on the other
 /// in one run of ten. Without the node workqueue, jobs use `system_dfl_wq`, and the first such
 /// job warns once.
-fn node_queue() -> &'static Queue {
+fn node_queue() -> &'static UnboundQueue {
     if let Some(queue) = NODE_QUEUE.as_ref() {
         return queue;
     }
@@ -344,7 +346,7 @@ pub fn prepare_node_workqueue() -> Result {
     queue.set_numa_strict()?;
     // Never destroyed: jobs may use it at any time from now on. Only the first call gets here,
     // so nobody populated it before.
-    NODE_QUEUE.populate(queue.leak());
+    NODE_QUEUE.populate(queue.leak_unbound().map_err(|_| EINVAL)?);
     Ok(())
 }
 

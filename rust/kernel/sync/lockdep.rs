@@ -12,7 +12,6 @@
 
 use crate::{
     bindings,
-    prelude::*,
     str::CStr,
     sync::LockClassKey,
     types::Opaque, //
@@ -21,19 +20,19 @@ use crate::{
 /// A lockdep map that no lock owns: an instance of a lock class that code acquires to tell
 /// lockdep what it waits for.
 ///
-/// Without `CONFIG_LOCKDEP` it is empty and acquiring it does nothing.
+/// It is made for a `static`, one per call site, as C's `STATIC_LOCKDEP_MAP_INIT()` makes one
+/// ([`LockdepMap::new_static`]), so that nothing is initialised at run time. Without
+/// `CONFIG_LOCKDEP` it is empty and acquiring it does nothing.
 ///
 /// # Invariants
 ///
-/// With `CONFIG_LOCKDEP`, `map` was initialised by `lockdep_init_map_type()` with a name and a
-/// key that live forever, and it does not move (the type is `!Unpin` and only made in place).
+/// With `CONFIG_LOCKDEP`, `map` holds a name and a key that live forever and is otherwise zero
+/// until lockdep writes its class cache, as C's static maps are.
 ///
 /// # Examples
 ///
 /// ```
-/// use kernel::static_lock_class;
-/// use kernel::sync::lockdep::LockdepMap;
-/// use pin_init::stack_pin_init;
+/// use kernel::sync::{lockdep::LockdepMap, LockClassKey};
 ///
 /// fn wait_for_it(map: &LockdepMap) {
 ///     // As `lock_map_acquire(); lock_map_release();`: whatever the caller holds now comes
@@ -41,12 +40,14 @@ use crate::{
 ///     map.acquire_release(wait_for_it as fn(&LockdepMap) as usize);
 /// }
 ///
-/// stack_pin_init!(let map = LockdepMap::new(c"doc_map", static_lock_class!()));
-/// wait_for_it(&map);
+/// static NAME: &kernel::str::CStr = c"doc_map";
+/// // SAFETY: a static, never dropped.
+/// static KEY: LockClassKey = unsafe { LockClassKey::new_static() };
+/// static MAP: LockdepMap = LockdepMap::new_static(NAME, &KEY);
+/// wait_for_it(&MAP);
 /// ```
-#[pin_data]
+#[repr(transparent)]
 pub struct LockdepMap {
-    #[pin]
     map: Opaque<bindings::lockdep_map>,
 }
 
@@ -59,34 +60,44 @@ unsafe impl Send for LockdepMap {}
 unsafe impl Sync for LockdepMap {}
 
 impl LockdepMap {
-    /// Returns an initialiser of a map of the class `key`, named `name` in lockdep's reports.
+    /// Returns a map of the class `key`, named `name` in lockdep's reports, for a `static`: the
+    /// name and the key, the rest zero, as `STATIC_LOCKDEP_MAP_INIT()`.
     ///
-    /// Lockdep compares the names of a class by address: every map of `key` should be given the
-    /// same `name` pointer, such as the value of a `static`; another pointer for the same key only
-    /// makes lockdep warn once ("found a different class"), it is not unsafe.
-    pub fn new(name: &'static CStr, key: Pin<&'static LockClassKey>) -> impl PinInit<Self> {
-        pin_init!(Self {
-            // INVARIANT: `lockdep_init_map_type()` initialises the map with a static name and key.
-            map <- Opaque::ffi_init(|slot: *mut bindings::lockdep_map| {
-                #[cfg(CONFIG_LOCKDEP)]
-                // SAFETY: `slot` is valid for writes and does not move from here; the name and
-                // the key are static. Subclass 0, and the wait types and the lock type that
-                // `lockdep_init_map()` gives.
-                unsafe {
-                    bindings::lockdep_init_map_type(
-                        slot,
-                        name.as_char_ptr(),
-                        key.as_ptr(),
-                        0,
-                        bindings::lockdep_wait_type_LD_WAIT_INV as u8,
-                        bindings::lockdep_wait_type_LD_WAIT_INV as u8,
-                        bindings::lockdep_lock_type_LD_LOCK_NORMAL as u8,
-                    )
-                };
-                #[cfg(not(CONFIG_LOCKDEP))]
-                let _ = (slot, name, key);
-            }),
-        })
+    /// Lockdep compares the names of a class by address: every map and work item of `key` should
+    /// be given the same `name` pointer, such as the value of a `static`; another pointer for the
+    /// same key only makes lockdep warn once ("found a different class"), it is not unsafe.
+    pub const fn new_static(name: &'static CStr, key: &'static LockClassKey) -> Self {
+        #[cfg(CONFIG_LOCKDEP)]
+        {
+            // SAFETY: zero is a valid value of every field of `struct lockdep_map` (pointers,
+            // integers), and the state C's static initialisers leave the fields they do not name.
+            let mut map: bindings::lockdep_map = unsafe { core::mem::zeroed() };
+            map.name = crate::str::as_char_ptr_in_const_context(name);
+            map.key = key.inner.get();
+            // INVARIANT: a static name and key, the rest zero.
+            Self {
+                map: Opaque::new(map),
+            }
+        }
+        #[cfg(not(CONFIG_LOCKDEP))]
+        {
+            let _ = (name, key);
+            Self {
+                map: Opaque::zeroed(),
+            }
+        }
+    }
+
+    /// Uses a C `struct lockdep_map` as a [`LockdepMap`].
+    ///
+    /// # Safety
+    ///
+    /// `ptr` points to a map initialised with a name and a key that live forever (such as one of
+    /// `STATIC_LOCKDEP_MAP_INIT()`), valid for `'a`, which only lockdep writes.
+    pub unsafe fn from_raw<'a>(ptr: *mut bindings::lockdep_map) -> &'a Self {
+        // SAFETY: `LockdepMap` is a transparent `Opaque<lockdep_map>`, itself transparent; the
+        // caller promises what the type invariant asks.
+        unsafe { &*ptr.cast::<Self>() }
     }
 
     /// Acquires the map exclusively and releases it, as `lock_map_acquire()` followed by
@@ -97,16 +108,9 @@ impl LockdepMap {
     /// `%pS` in its reports), as C passes `_THIS_IP_`.
     #[inline]
     pub fn acquire_release(&self, ip: usize) {
-        #[cfg(CONFIG_LOCKDEP)]
-        {
-            let map = self.map.get();
-            // SAFETY: `map` was initialised and does not move, by the type invariants. Subclass
-            // 0, no trylock, an exclusive acquire that lockdep checks, no nest lock.
-            unsafe { bindings::lock_acquire(map, 0, 0, 0, 1, core::ptr::null_mut(), ip) };
-            // SAFETY: acquired just above.
-            unsafe { bindings::lock_release(map, ip) };
-        }
-        #[cfg(not(CONFIG_LOCKDEP))]
-        let _ = ip;
+        // SAFETY: `self.map` is a map with a static name and key (the type invariant) that lives
+        // as long as `self`; the helper is `lock_acquire_exclusive()` and `lock_release()`, which
+        // are empty without `CONFIG_LOCKDEP`.
+        unsafe { bindings::lock_map_acquire_release(self.map.get(), ip) };
     }
 }

@@ -2,7 +2,10 @@
 
 //! Workqueues allocated by their user.
 
-use super::Queue;
+use super::{
+    Queue,
+    UnboundQueue, //
+};
 use crate::{
     bindings,
     error::{
@@ -190,6 +193,48 @@ impl OwnedQueue {
         // SAFETY: by the type invariant the workqueue is valid, and with the drop skipped nothing
         // destroys it.
         unsafe { Queue::from_raw(this.0.as_ptr()) }
+    }
+}
+
+impl OwnedQueue {
+    /// Returns the workqueue as an unbound one, if it was allocated with [`QueueFlag::Unbound`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::workqueue::{OwnedQueue, QueueFlag};
+    ///
+    /// let percpu = OwnedQueue::new(c"doc_percpu", QueueFlag::Percpu.into(), 0)?;
+    /// assert!(percpu.as_unbound().is_none());
+    /// let unbound = OwnedQueue::new(c"doc_unbound", QueueFlag::Unbound.into(), 0)?;
+    /// assert!(unbound.as_unbound().is_some());
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn as_unbound(&self) -> Option<&UnboundQueue> {
+        if self.1 & bindings::wq_flags_WQ_UNBOUND == 0 {
+            return None;
+        }
+        // SAFETY: by the type invariant the workqueue is valid until `self` is dropped, which the
+        // borrow cannot outlive, and was allocated with the flags `self.1`, which include
+        // `WQ_UNBOUND`.
+        Some(unsafe { UnboundQueue::from_raw(self.0.as_ptr()) })
+    }
+
+    /// Returns the workqueue as an unbound one, never to be destroyed, if it was allocated with
+    /// [`QueueFlag::Unbound`]; otherwise gives it back.
+    ///
+    /// # Errors
+    ///
+    /// Returns `self` if the queue is not unbound.
+    pub fn leak_unbound(self) -> Result<&'static UnboundQueue, Self> {
+        if self.1 & bindings::wq_flags_WQ_UNBOUND == 0 {
+            return Err(self);
+        }
+        let this = ManuallyDrop::new(self);
+        // SAFETY: by the type invariant the workqueue is valid, was allocated with the flags
+        // `self.1`, which include `WQ_UNBOUND` (checked above), and with the drop skipped nothing
+        // destroys it.
+        Ok(unsafe { UnboundQueue::from_raw(this.0.as_ptr()) })
     }
 }
 

@@ -16,13 +16,19 @@
 //!
 //! Items are initialised with the scope's lock class, one per call site of [`scope!`], which the
 //! worker holds while an item runs (`process_one_work()`). The join acquires the same class
-//! through a [`LockdepMap`] of the scope, as `flush_work()` does, but always, not only when an
-//! item is still pending or running: a caller that joins while holding a lock that one of its
-//! items takes gets a lockdep report even when the item happened to finish first. A scope opened
-//! inside an item of a scope of the same call site is reported as recursion, as a `flush_work()`
-//! of the same class is. The class is named after the call site unless [`scope!`] is given a
-//! name, and the join is recorded at the caller's instance of [`scope_with_key`], whose symbol
-//! names the caller.
+//! through a static [`LockdepMap`] of the call site, as `flush_work()` does, but always, not only
+//! when an item is still pending or running: a caller that joins while holding a lock that one of
+//! its items takes gets a lockdep report even when the item happened to finish first. The class
+//! is named after the call site unless [`scope!`] is given a name, and the join is recorded at
+//! the caller's instance of [`scope_with_key`], whose symbol names the caller.
+//!
+//! A limitation: a scope opened inside an item of a scope of the same call site (recursion, as a
+//! divide-and-conquer function would do) is reported as recursive locking, as a `flush_work()` of
+//! the same class from inside a work item of that class is, although it cannot deadlock when
+//! every level's items are its own. A subclass per nesting level would lift it, but an item does
+//! not know the level of the scope that spawned it without one more field in every item, and
+//! lockdep has eight subclasses; until a user needs it, nested scopes come from different call
+//! sites (as `kernel::mtjob`'s nested jobs do).
 //!
 //! # Forward progress
 //!
@@ -40,6 +46,7 @@
 use super::{
     Queue,
     RawWorkItem,
+    UnboundQueue,
     Work,
     WorkItem,
     WorkItemPointer, //
@@ -59,7 +66,6 @@ use crate::{
         lockdep::LockdepMap,
         LockClassKey, //
     },
-    types::Opaque, //
 };
 use core::{
     cell::{
@@ -69,7 +75,6 @@ use core::{
     marker::PhantomData,
     ptr::NonNull, //
 };
-use pin_init::stack_pin_init;
 
 /// Runs `body` with a [`Scope`] and waits for every work item it spawned.
 ///
@@ -77,10 +82,8 @@ use pin_init::stack_pin_init;
 /// as [`new_work!`](crate::workqueue::new_work) makes one for a work item. Without a name,
 /// `scope!(|s| ...)` names the class after the call site's file and line, as `new_work!()` does.
 ///
-/// # Panics
-///
-/// The kernel panics if the calling thread oopses (or a Rust panic happens on it) while the scope
-/// is open: its items may borrow the thread's stack. See [`scope_with_key`].
+/// If the calling thread dies while the scope is open (an oops, or a Rust panic, which is
+/// `BUG()`), it is parked with its stack kept; see [`scope_with_key`].
 ///
 /// # Examples
 ///
@@ -119,30 +122,34 @@ macro_rules! __workqueue_scope {
         $crate::__workqueue_scope!(@__named $crate::optional_name!($name), $body)
     };
     // Internal: the two public arms with the name made.
-    (@__named $cname:expr, $body:expr) => {
-        $crate::workqueue::scope_with_key(
-            // A static, so that the name has one address however often the call site is inlined
-            // or monomorphised: lockdep compares a class's names by address. In a block of its
-            // own, so that `$body` does not see it (items are not hygienic).
-            {
-                static NAME: &$crate::str::CStr = $cname;
-                NAME
-            },
-            $crate::static_lock_class!(),
-            $body,
-        )
-    };
+    (@__named $cname:expr, $body:expr) => {{
+        // Statics, so that the name has one address however often the call site is inlined or
+        // monomorphised (lockdep compares a class's names by address), and the join's lockdep
+        // map is made at build time, once per call site, as `STATIC_LOCKDEP_MAP_INIT()` does.
+        // `$body` is expanded outside the block that names them (items are not hygienic).
+        let (name, key, map) = {
+            static NAME: &$crate::str::CStr = $cname;
+            static KEY: $crate::sync::LockClassKey =
+                // SAFETY: a static, which is never dropped nor moved.
+                unsafe { $crate::sync::LockClassKey::new_static() };
+            static MAP: $crate::sync::lockdep::LockdepMap =
+                $crate::sync::lockdep::LockdepMap::new_static(NAME, &KEY);
+            (NAME, $crate::prelude::Pin::static_ref(&KEY), &MAP)
+        };
+        $crate::workqueue::scope_with_key(name, key, map, $body)
+    }};
     ($body:expr $(,)?) => {
         $crate::__workqueue_scope!(@__named $crate::optional_name!(), $body)
     };
 }
 
-/// Runs `body` with a [`Scope`] whose items and join use the lock class `key` named `name`, then
-/// waits for every item spawned on it.
+/// Runs `body` with a [`Scope`] whose items use the lock class `key` named `name` and whose join
+/// acquires `map`, then waits for every item spawned on it.
 ///
-/// Must be called from a context that may sleep. Lockdep compares the names of a class by
+/// Must be called from a context that may sleep. `map` is of the class `key` (a
+/// [`LockdepMap::new_static`] of `name` and `key`). Lockdep compares the names of a class by
 /// address: every scope of `key` must pass the same `name` pointer, such as the value of a
-/// `static` (as [`scope!`](crate::workqueue::scope) does).
+/// `static` (as [`scope!`](crate::workqueue::scope) does, with a static map per call site).
 ///
 /// # Guarantees
 ///
@@ -153,23 +160,26 @@ macro_rules! __workqueue_scope {
 /// holds a pointer to it. Closures must therefore not wait for one another: two of them may run
 /// one after the other on the calling thread.
 ///
-/// Before `workqueue_init()`, where no worker runs yet, the join's `flush_work()` warns; the
-/// join then cancels the item and calls its closure itself.
+/// Before `workqueue_init()`, where no worker runs yet, the join cancels every item and calls
+/// its closure itself.
 ///
-/// # Panics
+/// # The death of the calling thread
 ///
 /// If the calling thread dies inside the scope (an oops in `body` or in a closure the join calls,
-/// or a Rust panic there, which is `BUG()`: the thread is killed and nothing is unwound), the
-/// kernel panics (`make_task_dead()` finds the scope's marker on the dying thread's stack,
-/// `kernel/workqueue_scope.c`): the join never runs, so items still queued or running would
-/// write through borrows of a stack that `do_exit()` reuses and then frees. Waiting for them
-/// instead could deadlock (the thread may hold what they wait for), so the scope turns such an
-/// oops into the panic that `panic_on_oops` would make of every oops. C's on-stack work items
-/// and completions, padata's on-stack job and the scoped start of 7.3's `hrtimer` have the same
-/// hole without this end.
+/// a Rust panic there, which is `BUG()`, or a `kthread_exit()`), nothing is unwound and the join
+/// never runs, while items may still be queued or running with borrows of the thread's stack.
+/// The scope lends the stack for as long as it is open ([`CurrentTask::lend_stack`]), so the
+/// thread is parked instead of exiting (`make_task_dead()` and `do_exit()`, `kernel/exit.c`; on
+/// x86 `oops_end()` does not rewind its stack): it never runs again, and its stack, its memory
+/// and the locks it held stay. Items that finish do so on valid memory; items that wait for
+/// something the thread held wait forever, as waiters on any oopsed task's locks do. Only
+/// `panic_on_oops` (or `panic_on_warn` for the `kthread_exit()`) makes it a panic.
+///
+/// [`CurrentTask::lend_stack`]: crate::task::CurrentTask::lend_stack
 pub fn scope_with_key<'env, F, T>(
     name: &'static CStr,
     key: Pin<&'static LockClassKey>,
+    map: &'static LockdepMap,
     body: F,
 ) -> T
 where
@@ -181,28 +191,31 @@ where
     // defining it). Not guaranteed: identical instances may be merged, a `fn` pointer body shares
     // one instance among callers, and kallsyms leaves out symbols of 512 characters or more, for
     // which `%pS` then prints a neighbour.
-    let this: fn(&'static CStr, Pin<&'static LockClassKey>, F) -> T = scope_with_key::<F, T>;
+    let this: fn(&'static CStr, Pin<&'static LockClassKey>, &'static LockdepMap, F) -> T =
+        scope_with_key::<F, T>;
     let ip = this as usize;
-    stack_pin_init!(let map = LockdepMap::new(name, key));
     // INVARIANT: there is no item yet.
     let scope = Scope {
         items: RefCell::new(KVec::new()),
         name,
         key,
-        marker: Opaque::uninit(),
         scope: PhantomData,
         env: PhantomData,
     };
-    // SAFETY: `scope.marker` is valid for writes and stays where it is, on this thread's stack,
-    // until `wq_scope_close()` below: `scope` is only borrowed in between.
-    unsafe { bindings::wq_scope_open(scope.marker.get()) };
+    let task = current!();
+    // SAFETY: ended below, in this frame, after the join: then every item has returned and
+    // nothing borrows this stack any more. Nothing in between returns early (kernel panics do
+    // not unwind).
+    unsafe { task.lend_stack() };
     let ret = body(&scope);
+    // The body may have returned a guard: the join sleeps.
+    crate::task::might_sleep();
     // As `flush_work()` does, but whether or not an item is still running, and even if no item
     // could be spawned: the caller's held locks now come before the class the items run under.
     map.acquire_release(ip);
     scope.join();
-    // SAFETY: opened above; every item has returned, nothing borrows this stack any more.
-    unsafe { bindings::wq_scope_close(scope.marker.get()) };
+    // SAFETY: lent above; every item has returned.
+    unsafe { task.end_stack_loan() };
     ret
 }
 
@@ -225,8 +238,10 @@ enum State {
 /// `std::thread::scope` stores its closures: the scope frees every item in its join, before
 /// `'scope` ends, and a `'scope` in the type would make the scope's own drop outlive `'scope`.
 ///
-/// The item is pinned: it was initialised in place in its box and is never moved out of it (the
-/// box is only held, and dropped by the join).
+/// # Invariants
+///
+/// `item` is pinned: it was initialised in place in its box, which `Entry` only holds and drops,
+/// and never moves it out of (see `Scope::spawn_inner` for why the box is not a `Pin`).
 struct Entry {
     item: KBox<dyn ScopedWork>,
     state: State,
@@ -258,6 +273,10 @@ trait ScopedWork {
 /// invariant, as in `std::thread::Scope`. `Scope` is not `Sync`: items cannot spawn into it, a
 /// nested scope is opened instead.
 ///
+/// While it is open, its thread's stack is lent ([`CurrentTask::lend_stack`]).
+///
+/// [`CurrentTask::lend_stack`]: crate::task::CurrentTask::lend_stack
+///
 /// # Invariants
 ///
 /// - Every item in `items` was initialised with `name` and `key`, queued exactly once, is owned
@@ -271,8 +290,6 @@ pub struct Scope<'scope, 'env: 'scope> {
     items: RefCell<KVec<Entry>>,
     name: &'static CStr,
     key: Pin<&'static LockClassKey>,
-    /// Marks the frame of an open scope for the oops path (`kernel/workqueue_scope.c`).
-    marker: Opaque<bindings::wq_scope_marker>,
     scope: PhantomData<&'scope mut &'scope ()>,
     env: PhantomData<&'env mut &'env ()>,
 }
@@ -299,7 +316,8 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         self.spawn_inner(queue, None, flags, f)
     }
 
-    /// Spawns `f` as a work item on `queue`, on a CPU of `node` ([`Queue::enqueue_on_node`]).
+    /// Spawns `f` as a work item on the unbound `queue`, on a CPU of `node`
+    /// ([`UnboundQueue::enqueue_on_node`]).
     ///
     /// If `node` has no online CPU the item runs on any CPU. Placement is strict only on a queue
     /// with strict NUMA affinity ([`OwnedQueue::set_numa_strict`]). An item cancelled before it
@@ -337,7 +355,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// ```
     pub fn try_spawn_on_node<F>(
         &'scope self,
-        queue: &'scope Queue,
+        queue: &'scope UnboundQueue,
         node: NumaNode,
         flags: Flags,
         f: F,
@@ -348,6 +366,9 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         self.spawn_inner(queue, Some(node), flags, f)
     }
 
+    /// Queues `f` on `queue`, on a CPU of `node` if `node` is `Some`.
+    ///
+    /// `node` is `Some` only for an unbound queue (the callers take an [`UnboundQueue`] then).
     fn spawn_inner<F>(
         &'scope self,
         queue: &'scope Queue,
@@ -372,12 +393,20 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         // INVARIANT: the item is owned by `items` from the push below, which frees it only after
         // it was cancelled or its function returned; a failed push frees it before it is queued.
         let item_ref = ScopedItemRef(NonNull::from(&*item));
+        // The item is stored unpinned as `KBox<dyn ScopedWork>`: a `Pin<KBox<_>>` cannot be
+        // unsized to `Pin<KBox<dyn _>>` (the kernel's `Box` does not implement the unstable
+        // `PinCoerceUnsized`), and every move of a `Pin<KBox<dyn _>>` is such a coercion. `Entry`
+        // keeps the pinning promise instead: it holds the box and never moves the item out.
         // SAFETY: the item stays pinned: `Entry` holds the box and never moves the item out of it.
         let item: KBox<ScopedItem<F>> = unsafe { Pin::into_inner_unchecked(item) };
         let erased: KBox<dyn ScopedWork + 'scope> = item;
         // SAFETY: only the lifetime bound changes, which leaves the layout as it is. The item is
         // freed by the join, before `'scope` ends (see `Entry`), and nothing uses it after that.
-        let item: KBox<dyn ScopedWork + 'static> = unsafe { core::mem::transmute(erased) };
+        let item = unsafe {
+            core::mem::transmute::<KBox<dyn ScopedWork + 'scope>, KBox<dyn ScopedWork + 'static>>(
+                erased,
+            )
+        };
         // Within the capacity reserved above: this does not allocate and does not fail.
         items
             .push_within_capacity(Entry {
@@ -387,8 +416,9 @@ impl<'scope, 'env> Scope<'scope, 'env> {
             .map_err(|_| AllocError)?;
         // SAFETY: By the type invariants the item stays valid until its function has run or it
         // was cancelled, and the join in `scope_with_key` waits for that before `'scope` ends, so
-        // the function is never called after the borrows of `F` expire. `ScopedItemRef<F>` is
-        // `Send`, so the function may run on another thread.
+        // the function is never called after the borrows of `F` expire; if the thread dies before
+        // the join, its stack is lent (`scope_with_key`) and stays. `ScopedItemRef<F>` is `Send`,
+        // so the function may run on another thread. `node` is `Some` only for an unbound queue.
         // INVARIANT: the item is recorded in `items` (above) and queued exactly once (here): it
         // was never queued, so this returns true.
         let queued = unsafe { queue.enqueue_scoped(item_ref, node) };
@@ -467,12 +497,24 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         !super::in_work_item() && !current!().in_memalloc()
     }
 
+    /// Whether the join may call `flush_work()`: not before `workqueue_init()`, when no worker
+    /// runs and `flush_work()` warns.
+    fn may_flush() -> bool {
+        #[cfg(CONFIG_RUST_WORKQUEUE_SCOPE_KUNIT_TEST)]
+        if tests::pretend_offline() {
+            return false;
+        }
+        // SAFETY: `workqueue_online()` only reads a flag.
+        unsafe { bindings::workqueue_online() }
+    }
+
     /// Calls the closures of the cancelled items, waits for the others, then frees all items.
     fn join(&self) {
-        let may_wait = self.may_wait();
+        let may_wait = self.may_wait() && Self::may_flush();
         let mut items = self.items.borrow_mut();
         // A thread that may not wait for items that have not started takes them all off their
         // queues first, so that none that a running item waits for is left behind a wait below.
+        // Before `workqueue_init()` none has started: all are cancelled and called here.
         if !may_wait {
             for entry in items.iter_mut().filter(|e| e.state == State::Queued) {
                 // INVARIANT: as in `cancel_unstarted`.
@@ -494,8 +536,8 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         for entry in items.iter_mut() {
             match entry.state {
                 // Waits until its function has returned (the thread may wait). `flush_work()`
-                // also returns false for an item that already ran, and before `workqueue_init()`,
-                // when no worker can have started it: then the join cancels it and calls it.
+                // also returns false for an item that already ran: then `cancel_work()` finds it
+                // done, or, if a worker had not yet claimed it, the join calls it.
                 State::Queued => {
                     if !entry.item.flush() {
                         if entry.item.cancel() {

@@ -18,9 +18,19 @@ use crate::{
     workqueue::{
         self,
         scope,
-        OwnedQueue, //
+        OwnedQueue,
+        QueueFlag, //
     },
 };
+
+/// The thread whose joins act as before `workqueue_init()`, or null.
+static OFFLINE: Atomic<*mut bindings::task_struct> = Atomic::new(core::ptr::null_mut());
+
+/// Whether the calling thread's joins act as before `workqueue_init()` (a test hook).
+pub(super) fn pretend_offline() -> bool {
+    let me = crate::task::Task::current_raw();
+    OFFLINE.load(Relaxed) == me
+}
 
 /// Counts the closures dropped, whether they ran or not.
 struct Token<'a>(&'a Atomic<usize>);
@@ -83,6 +93,7 @@ mod cases {
         let cancelled = scope!("scope_test_cancel", |s| -> Result<(usize, usize)> {
             let (r, st, g) = (&ran, &started, &go);
             let token = Token(&dropped);
+            // Nothing waits for `go` if this fails.
             s.try_spawn(&queue, GFP_KERNEL, move || {
                 let _token = token;
                 st.store(true, Release);
@@ -91,25 +102,28 @@ mod cases {
                 }
                 r.add(1, Relaxed);
             })?;
-            for _ in 0..7 {
-                let (token, here) = (Token(&dropped), &here);
-                s.try_spawn(&queue, GFP_KERNEL, move || {
-                    let _token = token;
-                    if current!().as_ptr().addr() == me {
-                        here.add(1, Relaxed);
-                    }
-                    r.add(1, Relaxed);
-                })?;
-            }
-            while !started.load(Acquire) {
-                fsleep(Delta::from_micros(100));
-            }
-            let cancelled = s.cancel_unstarted();
-            // A second call finds nothing left to cancel. No assert in a body whose items borrow
-            // this stack: a failed one ends the thread without the join.
-            let again = s.cancel_unstarted();
+            let res = (|| -> Result<(usize, usize)> {
+                for _ in 0..7 {
+                    let (token, here) = (Token(&dropped), &here);
+                    s.try_spawn(&queue, GFP_KERNEL, move || {
+                        let _token = token;
+                        if current!().as_ptr().addr() == me {
+                            here.add(1, Relaxed);
+                        }
+                        r.add(1, Relaxed);
+                    })?;
+                }
+                while !started.load(Acquire) {
+                    fsleep(Delta::from_micros(100));
+                }
+                let cancelled = s.cancel_unstarted();
+                // A second call finds nothing left to cancel. No assert in a body whose items
+                // borrow this stack: a failed one ends the thread without the join.
+                Ok((cancelled, s.cancel_unstarted()))
+            })();
+            // Whatever failed: the first item, and so the join, waits for it.
             go.store(true, Release);
-            Ok((cancelled, again))
+            res
         })?;
         assert_eq!(cancelled, (7, 0));
         assert_eq!(ran.load(Relaxed), 8);
@@ -128,16 +142,13 @@ mod cases {
         let (started, go) = (Atomic::new(false), Atomic::new(false));
         // SAFETY: `test_taint()` only reads the taint mask.
         let warned_before = unsafe { bindings::test_taint(bindings::TAINT_WARN) } != 0;
-        let task = current!().as_ptr();
-        // SAFETY: the current task's own flags, which only it changes, as
-        // `memalloc_noreclaim_save()` does.
-        let old = unsafe { (*task).flags };
-        // SAFETY: as above.
-        unsafe { (*task).flags = old | bindings::PF_MEMALLOC };
+        // SAFETY: restored below, on this thread, before the test returns.
+        let noreclaim = unsafe { bindings::memalloc_noreclaim_save() };
         let res = scope!("scope_test_memalloc", |s| -> Result<bool> {
             let may_wait = s.may_wait();
             let (r, st, g) = (&ran, &started, &go);
             let token = Token(&dropped);
+            // Nothing waits for `go` if this fails.
             s.try_spawn(&queue, GFP_KERNEL, move || {
                 let _token = token;
                 st.store(true, Release);
@@ -146,21 +157,25 @@ mod cases {
                 }
                 r.add(1, Relaxed);
             })?;
-            for _ in 0..7 {
-                let token = Token(&dropped);
-                s.try_spawn(&queue, GFP_KERNEL, move || {
-                    let _token = token;
-                    r.add(1, Relaxed);
-                })?;
-            }
-            while !started.load(Acquire) {
-                fsleep(Delta::from_micros(100));
-            }
+            let res = (|| -> Result {
+                for _ in 0..7 {
+                    let token = Token(&dropped);
+                    s.try_spawn(&queue, GFP_KERNEL, move || {
+                        let _token = token;
+                        r.add(1, Relaxed);
+                    })?;
+                }
+                while !started.load(Acquire) {
+                    fsleep(Delta::from_micros(100));
+                }
+                Ok(())
+            })();
+            // Whatever failed: the first item, and so the join, waits for it.
             go.store(true, Release);
-            Ok(may_wait)
+            res.map(|()| may_wait)
         });
-        // SAFETY: as above.
-        unsafe { (*task).flags = old };
+        // SAFETY: saved above, on this thread.
+        unsafe { bindings::memalloc_noreclaim_restore(noreclaim) };
         assert!(!res?);
         assert_eq!(ran.load(Relaxed), 8);
         assert_eq!(dropped.load(Relaxed), 8);
@@ -217,6 +232,59 @@ mod cases {
             42
         });
         assert_eq!(v, 42);
+    }
+
+    /// A join before `workqueue_init()` (pretended for this thread) calls `flush_work()` on no
+    /// item, which would warn: it cancels those that have not started and calls them itself, and
+    /// every closure still runs exactly once.
+    #[test]
+    fn join_before_workqueue_init() -> Result {
+        let me = current!().as_ptr().addr();
+        let (ran, here) = (Atomic::new(0usize), Atomic::new(0usize));
+        let dropped = Atomic::new(0usize);
+        OFFLINE.store(crate::task::Task::current_raw(), Relaxed);
+        let res = scope!("scope_test_offline", |s| -> Result {
+            for _ in 0..32 {
+                let (ran, here, token) = (&ran, &here, Token(&dropped));
+                s.try_spawn(workqueue::system_dfl(), GFP_KERNEL, move || {
+                    let _token = token;
+                    ran.add(1, Relaxed);
+                    if current!().as_ptr().addr() == me {
+                        here.add(1, Relaxed);
+                    }
+                })?;
+            }
+            Ok(())
+        });
+        OFFLINE.store(core::ptr::null_mut(), Relaxed);
+        res?;
+        assert_eq!(ran.load(Relaxed), 32);
+        assert_eq!(dropped.load(Relaxed), 32);
+        pr_info!(
+            "scope_test_offline: {} of 32 items run by the join\n",
+            here.load(Relaxed)
+        );
+        Ok(())
+    }
+
+    /// Node placement is offered on unbound queues only: a per-CPU queue has no unbound view
+    /// (`queue_work_node()` would warn), an unbound one has, and places items.
+    #[test]
+    fn node_spawn_needs_an_unbound_queue() -> Result {
+        let percpu = OwnedQueue::new(c"scope_test_percpu", QueueFlag::Percpu.into(), 0)?;
+        assert!(percpu.as_unbound().is_none());
+        let unbound = OwnedQueue::new(c"scope_test_unbound", QueueFlag::Unbound.into(), 0)?;
+        let queue = unbound.as_unbound().ok_or(EINVAL)?;
+        let node = crate::alloc::NumaNode::next_with_cpus(None).ok_or(ENODEV)?;
+        let ran = Atomic::new(0usize);
+        scope!("scope_test_unbound_node", |s| {
+            let ran = &ran;
+            s.try_spawn_on_node(queue, node, GFP_KERNEL, move || {
+                ran.add(1, Relaxed);
+            })
+        })?;
+        assert_eq!(ran.load(Relaxed), 1);
+        Ok(())
     }
 
     /// An item placed on a node runs, on every node with CPUs.
