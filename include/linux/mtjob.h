@@ -169,6 +169,13 @@ bool mtjob_may_use_helpers(gfp_t gfp);
  */
 #define mtjob_run(job)		mtjob_run_report(job, NULL)
 
+/* The join's map of a call site of mtjob_run_report(), of its __mtjob_key. */
+#ifdef CONFIG_LOCKDEP
+#define __MTJOB_MAP_INIT	STATIC_LOCKDEP_MAP_INIT(__func__, &__mtjob_key)
+#else
+#define __MTJOB_MAP_INIT	{ }
+#endif
+
 /**
  * mtjob_run_report() - mtjob_run(), saying how the job ran
  * @job: the job
@@ -178,13 +185,6 @@ bool mtjob_may_use_helpers(gfp_t gfp);
  *
  * Return: as mtjob_run().
  */
-/* The join's map of a call site of mtjob_run_report(), of its __mtjob_key. */
-#ifdef CONFIG_LOCKDEP
-#define __MTJOB_MAP_INIT	STATIC_LOCKDEP_MAP_INIT(__func__, &__mtjob_key)
-#else
-#define __MTJOB_MAP_INIT	{ }
-#endif
-
 #define mtjob_run_report(job, report)					\
 ({									\
 	static struct lock_class_key __mtjob_key;			\

@@ -168,14 +168,16 @@ macro_rules! __workqueue_scope {
 /// If the calling thread dies inside the scope (an oops in `body` or in a closure the join calls,
 /// a Rust panic there, which is `BUG()`, or a `kthread_exit()`), nothing is unwound and the join
 /// never runs, while items may still be queued or running with borrows of the thread's stack.
-/// The scope lends the stack for as long as it is open ([`CurrentTask::lend_stack`]), so the
+/// The scope lends the stack for as long as it is open (`CurrentTask::lend_stack()`), so the
 /// thread is parked instead of exiting (`make_task_dead()` and `do_exit()`, `kernel/exit.c`; on
 /// x86 `oops_end()` does not rewind its stack): it never runs again, and its stack, its memory
 /// and the locks it held stay. Items that finish do so on valid memory; items that wait for
 /// something the thread held wait forever, as waiters on any oopsed task's locks do. Only
 /// `panic_on_oops` (or `panic_on_warn` for the `kthread_exit()`) makes it a panic.
 ///
-/// [`CurrentTask::lend_stack`]: crate::task::CurrentTask::lend_stack
+/// A failed KUnit assertion in the body is such a `kthread_exit()`: the test's thread is parked
+/// (with a warning), and KUnit waits for it until its timeout and then for ever in
+/// `kthread_stop()`. Tests check their results after the scope, not in its body.
 pub fn scope_with_key<'env, F, T>(
     name: &'static CStr,
     key: Pin<&'static LockClassKey>,
@@ -273,9 +275,7 @@ trait ScopedWork {
 /// invariant, as in `std::thread::Scope`. `Scope` is not `Sync`: items cannot spawn into it, a
 /// nested scope is opened instead.
 ///
-/// While it is open, its thread's stack is lent ([`CurrentTask::lend_stack`]).
-///
-/// [`CurrentTask::lend_stack`]: crate::task::CurrentTask::lend_stack
+/// While it is open, its thread's stack is lent (`CurrentTask::lend_stack()`).
 ///
 /// # Invariants
 ///
