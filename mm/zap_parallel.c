@@ -111,9 +111,11 @@
  *   lent to the job's helpers, task_stack_lent(); kernel/exit.c): the
  *   helpers use the job's state on its stack, which do_exit() would reuse,
  *   so the task never runs again and keeps its stack and mm; the helpers
- *   finish their chunks.  An oops in a helper's chunk kills the kworker,
- *   and the exiting task waits for it forever in the join, as any flush of
- *   an oopsed work item does.
+ *   finish their chunks, unless one needs a page table lock the task died
+ *   holding (a PMD's split lock covers 1 GiB), on which it spins, as any
+ *   waiter on an oopsed holder's spinlock does.  An oops in a helper's
+ *   chunk kills the kworker, and the exiting task waits for it forever in
+ *   the join, as any flush of an oopsed work item does.
  *
  * - The parallel free does not nest: each chunk's gather frees its own
  *   pages serially, since the zap's threads already are the CPUs the free
@@ -326,9 +328,14 @@ static void zap_test_oops(struct zap_job *zj)
 
 	if (!which || zj->helpers < 1 || which != (caller ? 1 : 2))
 		return;
-	/* The caller waits up to a second for a helper's first chunk. */
+	/*
+	 * The caller waits up to a second for a helper's first chunk; without
+	 * one it does not fire (the test tries another munmap()).
+	 */
 	for (i = 0; caller && i < 1000 && atomic_read(&zj->test_chunks) < 2; i++)
 		usleep_range(1000, 2000);
+	if (caller && atomic_read(&zj->test_chunks) < 2)
+		return;
 	if (cmpxchg(&test_oops_chunk, which, 0) != which)
 		return;
 	pr_info("zap_parallel: test: oops in a chunk of the %s (pid %d), job of pid %d with %d helper(s), %d chunk(s) started\n",
@@ -1071,7 +1078,8 @@ static int zap_parallel_sysctl(const struct ctl_table *table, int write,
  * in the caller's own chunk parks the caller with its stack kept (the
  * helpers use the job's state on its stack, and munmap()'s side tree): it
  * never returns to user space, never releases its mmap_lock, and its
- * process's other threads block on that lock as on any oopsed holder's.
+ * process's other threads block on that lock as on any oopsed holder's
+ * (and a helper that needs a page table lock it died holding spins).
  *
  * MADV_DONTNEED and MADV_DONTNEED_LOCKED share the walk: their
  * zap_vma_range_batched() is __zap_vma_range() over a range of one live
