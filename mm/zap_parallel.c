@@ -312,13 +312,15 @@ static unsigned int test_wait_reaper_ms;
 module_param(test_wait_reaper_ms, uint, 0644);
 
 /*
- * Test only: the next job with helpers oopses (BUG()) at the start of a chunk,
- * once: 1 in a chunk of its caller, after a helper started one (so that the
- * helpers are zapping with the job's state on the caller's stack), 2 in a
- * chunk of a helper.  Reset to 0 when it fires.
+ * Test only: the next job with helpers oopses (a write through NULL) at the
+ * start of a chunk, once: 1 in a chunk of its caller, after a helper started
+ * one (so that the helpers are zapping with the job's state on the caller's
+ * stack), 2 in a chunk of a helper.  Reset to 0 when it fires.
  */
 static unsigned int test_oops_chunk;
 module_param(test_oops_chunk, uint, 0644);
+/* Always NULL: the hook's oops is a write through it, as a buggy chunk's. */
+static int *test_oops_null;
 
 static void zap_test_oops(struct zap_job *zj)
 {
@@ -342,7 +344,7 @@ static void zap_test_oops(struct zap_job *zj)
 		caller ? "caller" : "helper", task_pid_nr(current),
 		task_pid_nr(zj->caller), zj->helpers,
 		atomic_read(&zj->test_chunks));
-	BUG();
+	WRITE_ONCE(*READ_ONCE(test_oops_null), 1);
 }
 
 static void zap_test_chunk_start(struct zap_job *zj)

@@ -333,7 +333,7 @@ scope_oops() {
 }
 stage scope-oops scope_oops; count $?
 
-# The same where users meet it (tests/guest/oops.sh): a BUG() in a chunk of
+# The same where users meet it (tests/guest/oops.sh): an oops in a chunk of
 # a live munmap()'s parallel zap, of its caller and of a helper, with
 # panic_on_oops=0: the caller parked (its mm kept) or waiting for the dead
 # helper, another process maps, frees and exits afterwards, the guest powers

@@ -3,8 +3,8 @@
 # command line has mttest.oops=caller or mttest.oops=helper (scripts/check.sh,
 # stage oops-park; the test kernel, with CONFIG_PARALLEL_ZAP_REAPER_TEST's
 # zap_parallel.test_oops_chunk).  A process munmap()s 1 GiB with the live
-# parallel zap on, and the next job with helpers BUG()s at the start of a
-# chunk: the caller's own (after a helper started one, so that the helpers
+# parallel zap on, and the next job with helpers oopses (a write through NULL) at
+# the start of a chunk: the caller's own (after a helper started one, so that the helpers
 # zap with the job's state on the caller's stack) or a helper's.  Then it
 # prints
 #   OOPS-STATE which=<caller|helper> pid=<pid> state=<state letter> \
