@@ -11,7 +11,7 @@
 #              rss_kb=<VmRSS of the dying process, or -> armed=<0 once fired>
 # (the caller is parked, "X", with its mm kept; with a helper dead, the
 # caller waits for it in the join, "D"), and the survivors: another process
-# maps, touches and munmap()s 512 MiB, and another exits with as much,
+# maps, touches and munmap()s 256 MiB, and another exits with as much,
 # with the parallel zap still on:
 #   OOPS-SURVIVOR what=<munmap|exit> rc=<free_test's exit code>
 # and OOPS-END.  With panic_on_oops=1 the kernel panics at the oops instead
@@ -55,7 +55,7 @@ while [ $try -lt 5 ] && [ "$(cat $P)" != 0 ]; do
 	[ "$(cat $P)" != 0 ] && wait $pid
 done
 echo "OOPS-TRIES $try"
-sleep 5
+sleep 2
 state=$(sed 's/^.*) \(.\).*/\1/' /proc/$pid/stat 2>/dev/null)
 rss=$(awk '$1 == "VmRSS:" { print $2 }' /proc/$pid/status 2>/dev/null)
 echo "OOPS-STATE which=$which pid=$pid state=${state:-gone} rss_kb=${rss:--}" \
@@ -63,9 +63,9 @@ echo "OOPS-STATE which=$which pid=$pid state=${state:-gone} rss_kb=${rss:--}" \
 grep -E '^(State|Threads|VmRSS):' /proc/$pid/status 2>/dev/null | sed 's/^/OOPS-STATUS /'
 sed 's/^/OOPS-STACK /' /proc/$pid/stack 2>/dev/null
 echo 0 > $P
-free_test munmap 512 0 > /dev/null 2>&1
+free_test munmap 256 0 > /dev/null 2>&1
 echo "OOPS-SURVIVOR what=munmap rc=$?"
-free_test exit 512 0 > /dev/null 2>&1
+free_test exit 256 0 > /dev/null 2>&1
 echo "OOPS-SURVIVOR what=exit rc=$?"
 grep -E '^parallel_zap' /proc/vmstat | tr '\n' ' ' | sed 's/^/OOPS-VMSTAT /'
 echo
