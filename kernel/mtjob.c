@@ -446,18 +446,20 @@ EXPORT_SYMBOL_GPL(__mtjob_run);
 
 /*
  * Create kernel::mtjob's node workqueue before the first jobs (deferred
- * struct page init, one per node at once) need it, on every kernel with Rust:
- * Rust users of kernel::mtjob need it without CONFIG_MTJOB_RUST too.
+ * struct page init, one per node at once) need it, in every kernel with a
+ * user of kernel::mtjob (CONFIG_RUST_MTJOB): Rust users need it without
+ * CONFIG_MTJOB_RUST too.  Not on first use: creating a workqueue sleeps and
+ * allocates with GFP_KERNEL, which a job's caller may not be able to do.
  * Workqueues exist by early_initcall time; their per-node pools follow once
  * the topology is known.
  */
 static int __init mtjob_init(void)
 {
 	/*
-	 * On failure jobs queue node-affine helpers on system_unbound_wq; the
+	 * On failure jobs queue node-affine helpers on system_dfl_wq; the
 	 * first such job warns once.
 	 */
-	if (IS_ENABLED(CONFIG_RUST))
+	if (IS_ENABLED(CONFIG_RUST_MTJOB))
 		return mtjob_rust_init();
 	return 0;
 }

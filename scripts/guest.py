@@ -104,7 +104,7 @@ FREEDEFAULT_RE = re.compile(r"^FREEDEFAULT parallel_free=(\d+) counters=(\d+)$",
 # during the hotplug (free.sh's live_zaps).
 FREEHOTPLUG_RE = re.compile(r"^FREEHOTPLUG cycles=(\d+) zaps=(\d+) "
                             r"zap_threads=(\d+) live=(\d+) "
-                            r"live_threads=(\d+)$", re.M)
+                            r"live_threads=(\d+)(?: zap_busy=(\d+))?$", re.M)
 ZAPCASE_RE = re.compile(
     r"^ZAPCASE (\S+) rc=(\d+) memfree_before=(\d+) memfree_after=(\d+) "
     r"pz=(-?\d+) pzt=(-?\d+) pzs=(-?\d+) pzr=(-?\d+) pzb=(-?\d+) "
@@ -153,8 +153,11 @@ MM_SELFTESTS = (
 # its "memory corruption" check on the KASAN kernel in 2 of 3 runs with
 # the parallel zap and free off too (doc/results.md, 2026-11-26), a
 # failure of the test or of upstream under TCG's timing that 'make check'
-# should not depend on.
-MM_SELFTESTS_FULL_ONLY = ("uffd-unit-tests",)
+# should not depend on.  cow: the longest by far (306 s of the quick
+# guest's 1859 s, stop 52, beside a kernel build), where it ran into
+# free.sh's 300 s limit once (rc=1 at its 1 GiB hugetlb case, no "not
+# ok"); check-full and make stress run it.
+MM_SELFTESTS_FULL_ONLY = ("uffd-unit-tests", "cow")
 # Selftests of a feature some architectures lack: {name: CONFIG symbol}.
 # arm64 has no soft-dirty bits (HAVE_ARCH_SOFT_DIRTY) in 7.3.
 MM_SELFTESTS_NEED = {"soft-dirty": "MEM_SOFT_DIRTY"}
@@ -1658,7 +1661,20 @@ def cmd_freetest(args):
     got.update({m[0]: tuple(map(int, m[1:])) for m in hot_cases})
     free_memory_checks(check, "", hot_cases,
                        free_tolerance_kb(hargs))
-    cases["hotplug"] = ("parallel during hotplug", lambda pf, *_: pf >= 1)
+    # A parallel path ran (the free, the exit zap or the live zap), or the
+    # gate refused as busy: with all but CPU 0 down for part of the run,
+    # and 8 vCPUs on the host's 2 cores, a gate that finds no idle CPU is
+    # right (CI of stop 51: the free refused twice, nothing parallel; a
+    # run of stop 52: the free neither, as the zaps took every teardown).
+    # What must not happen is nothing at all.  make stress's longer
+    # hotplug part requires each path to run in parallel.
+    hz = (int(m.group(2)) + int(m.group(4)), int(m.group(6) or 0)) if m \
+        else (0, 0)
+    cases["hotplug"] = (
+        f"during hotplug: a parallel path ran or was refused as busy "
+        f"(zaps {hz[0]}, zaps refused as busy {hz[1]})",
+        lambda pf, pft, pff, png, pnm, pnb: pf + hz[0] >= 1
+        or pnb + hz[1] >= 1)
     # isolcpus: CPU 1 of two isolated (ISOLCPUS_CASE).
     _, iso_cases = free_guest(check, args, isolcpus_args(args), "isolcpus")
     got.update({m[0]: tuple(map(int, m[1:])) for m in iso_cases})

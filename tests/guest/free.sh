@@ -874,7 +874,7 @@ hotplug() {
 	cpus=$(ls -d /sys/devices/system/cpu/cpu[1-9]* | sed 's/.*cpu//')
 	end=$(($(date +%s) + $(arg mttest.hotplug_seconds)))
 	z0=$(vmstat parallel_zap) t0=$(vmstat parallel_zap_threads)
-	l0=$(live_zaps) lt0=$(live_zaps _threads)
+	l0=$(live_zaps) lt0=$(live_zaps _threads) zb0=$(vmstat parallel_zap_busy)
 	( while [ "$(date +%s)" -lt "$end" ]; do
 		free_test loop 4 256 || exit 1
 	  done ) & w1=$!
@@ -912,7 +912,8 @@ hotplug() {
 	echo "FREEHOTPLUG cycles=$n zaps=$(($(vmstat parallel_zap) - z0))" \
 		"zap_threads=$(($(vmstat parallel_zap_threads) - t0))" \
 		"live=$(($(live_zaps) - l0))" \
-		"live_threads=$(($(live_zaps _threads) - lt0))"
+		"live_threads=$(($(live_zaps _threads) - lt0))" \
+		"zap_busy=$(($(vmstat parallel_zap_busy) - zb0))"
 	return $rc
 }
 

@@ -330,9 +330,10 @@ static NODE_QUEUE_TRIED: Atomic<bool> = Atomic::new(false);
 /// Creates the workqueue of node-affine helpers; only the first call does anything.
 ///
 /// `kernel/mtjob.c` calls it from an `early_initcall` on every kernel built with
-/// `CONFIG_RUST`, before the first jobs (deferred struct page init on every node at once). It is
-/// not created on demand, nor by a later call after the first failed: creating a workqueue takes
-/// `wq_pool_mutex` and allocates with `GFP_KERNEL`, which a job's caller may not be able to do.
+/// `CONFIG_RUST_MTJOB` (that is, with a user of `kernel::mtjob`), before the first jobs (deferred
+/// struct page init on every node at once). It is not created on demand, nor by a later call
+/// after the first failed: creating a workqueue takes `wq_pool_mutex` and allocates with
+/// `GFP_KERNEL`, which a job's caller may not be able to do.
 ///
 /// # Errors
 ///

@@ -5,8 +5,14 @@
 //! [`scope!`] is the kernel's counterpart of `std::thread::scope`: its body gets a [`Scope`] on
 //! which it spawns closures as work items, on any queue and, for unbound queues, on a given
 //! node. The closures may borrow anything that outlives the call, because [`scope!`] returns only
-//! after every spawned closure has run exactly once: on a worker, or, if its item was cancelled
-//! before it started, on the calling thread in the join.
+//! after every spawned closure has run exactly once: on a worker, or, if its item had not started
+//! when someone came to wait for it, on the thread that waits (the join, or a
+//! [`ScopedJoinHandle::join`]).
+//!
+//! As with `std::thread::scope`, a spawn returns a [`ScopedJoinHandle`] whose `join()` gives the
+//! closure's return value, and items may spawn into their own scope (a [`Scope`] is `Sync`), for
+//! divide and conquer; neither `padata_do_multithreaded()` nor a work item of its own can express
+//! either.
 //!
 //! The join is straight-line code in [`scope_with_key`] after the body returned, not a
 //! destructor: `mem::forget` cannot skip it (the pre-1.0 `thread::scoped` joined in `Drop`,
@@ -22,8 +28,13 @@
 //! is named after the call site unless [`scope!`] is given a name, and the join is recorded at
 //! the caller's instance of [`scope_with_key`], whose symbol names the caller.
 //!
+//! [`ScopedJoinHandle::join`] is not annotated: an item joining the handle of an item it spawned
+//! into its own scope is what handles are for, and lockdep would take that for recursive locking
+//! of the class. The scope's join at the end covers the locks held around the whole scope.
+//!
 //! A limitation: a scope opened inside an item of a scope of the same call site (recursion, as a
-//! divide-and-conquer function would do) is reported as recursive locking, as a `flush_work()` of
+//! divide-and-conquer function would do without spawning into its own scope) is reported as
+//! recursive locking, as a `flush_work()` of
 //! the same class from inside a work item of that class is, although it cannot deadlock when
 //! every level's items are its own. A subclass per nesting level would lift it, but an item does
 //! not know the level of the scope that spawned it without one more field in every item, and
@@ -35,8 +46,10 @@
 //! An item that has not started waits for an idle worker of its queue, and creating a worker
 //! allocates with `GFP_KERNEL`. Only `WQ_MEM_RECLAIM` queues have a rescuer. So the join waits
 //! for an item that has not started only when the calling thread may wait for one
-//! ([`Scope::may_wait`]: not in reclaim, not in a work item); otherwise it cancels the item and
-//! calls its closure itself, and waits only for items already running. A caller that would
+//! ([`Scope::may_wait`]: not in reclaim, not in a work item); otherwise it claims the item's
+//! closure and calls it itself, and waits only for items already running. A
+//! [`ScopedJoinHandle::join`] never waits for an item that has not started: it calls the closure
+//! itself. A caller that would
 //! rather run the closures of items that have not started yet than wait for a worker calls
 //! [`Scope::cancel_unstarted`] first; the join calls them all the same. Either way every closure
 //! is called exactly once, and no caller needs to redo cancelled work by hand.
@@ -45,11 +58,7 @@
 
 use super::{
     Queue,
-    RawWorkItem,
-    UnboundQueue,
-    Work,
-    WorkItem,
-    WorkItemPointer, //
+    UnboundQueue, //
 };
 use crate::{
     alloc::{
@@ -64,17 +73,24 @@ use crate::{
     str::CStr,
     sync::{
         lockdep::LockdepMap,
-        LockClassKey, //
+        new_mutex,
+        LockClassKey,
+        Mutex, //
     },
 };
 use core::{
-    cell::{
-        RefCell,
-        UnsafeCell, //
-    },
     marker::PhantomData,
     ptr::NonNull, //
 };
+use item::{
+    Entry,
+    ScopedItem,
+    ScopedItemRef,
+    ScopedResult,
+    ScopedWork, //
+};
+
+mod item;
 
 /// Runs `body` with a [`Scope`] and waits for every work item it spawned.
 ///
@@ -107,10 +123,14 @@ use core::{
 /// assert_eq!(parts.iter().sum::<u64>(), (0..400).sum());
 /// assert_eq!(drops.load(Relaxed), 4);
 ///
-/// // Without a name: the class is named after this file and line.
-/// let mut x = 0;
-/// scope!(|s| s.try_spawn(workqueue::system_dfl(), GFP_KERNEL, || x += 1))?;
-/// assert_eq!(x, 1);
+/// // Without a name: the class is named after this file and line. A handle gives an item's
+/// // result.
+/// let x = 40;
+/// let y = scope!(|s| -> Result<u32> {
+///     let h = s.try_spawn(workqueue::system_dfl(), GFP_KERNEL, || x + 2)?;
+///     Ok(h.join())
+/// })?;
+/// assert_eq!(y, 42);
 /// # Ok::<(), Error>(())
 /// ```
 // Exported under a hidden name and re-exported as `kernel::workqueue::scope`: `#[macro_export]` is
@@ -153,12 +173,14 @@ macro_rules! __workqueue_scope {
 ///
 /// # Guarantees
 ///
-/// When this function returns, the closure of every item spawned on the scope has been called
-/// exactly once and has returned: on a worker, or on the calling thread in the join if the item
-/// was cancelled before it started ([`Scope::cancel_unstarted`], or the join's own cancel when
-/// the thread may not wait, see [`Scope::may_wait`]). The items' memory is freed and no workqueue
-/// holds a pointer to it. Closures must therefore not wait for one another: two of them may run
-/// one after the other on the calling thread.
+/// When this function returns, the closure of every item spawned on the scope, by `body` or by
+/// other items, has been called exactly once and has returned: on a worker, on a thread that
+/// joined its [`ScopedJoinHandle`] before a worker started it, or on the calling thread in the
+/// join if the item had not started ([`Scope::cancel_unstarted`], or the join itself when the
+/// thread may not wait, see [`Scope::may_wait`]). The items' memory and the results nobody joined
+/// are freed, and no workqueue holds a pointer to them. Closures must therefore not wait for one
+/// another except through a [`ScopedJoinHandle`]: two of them may run one after the other on the
+/// calling thread.
 ///
 /// Before `workqueue_init()`, where no worker runs yet, the join cancels every item and calls
 /// its closure itself.
@@ -196,9 +218,12 @@ where
     let this: fn(&'static CStr, Pin<&'static LockClassKey>, &'static LockdepMap, F) -> T =
         scope_with_key::<F, T>;
     let ip = this as usize;
+    // A local of its own, not a field: the scope is borrowed for `'scope`, its own lifetime
+    // parameter, which a value whose drop may use it (the pinned slot of a mutex) cannot be.
+    pin_init::stack_pin_init!(let items = new_mutex!(KVec::new(), "workqueue::Scope::items"));
     // INVARIANT: there is no item yet.
     let scope = Scope {
-        items: RefCell::new(KVec::new()),
+        items: &items,
         name,
         key,
         scope: PhantomData,
@@ -221,73 +246,27 @@ where
     ret
 }
 
-/// What the scope knows of an item.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum State {
-    /// Queued; may or may not have started.
-    Queued,
-    /// A `cancel_work()` found it running or finished: it will not be queued again.
-    Started,
-    /// Cancelled before it started: its closure is the scope's thread's, to call in the join.
-    Cancelled,
-    /// Cancelled, and its closure called by the join.
-    Ran,
-}
-
-/// An item of a scope, with its closure type erased.
-///
-/// The item may borrow for the scope's `'scope` only, but is stored as `'static`, as
-/// `std::thread::scope` stores its closures: the scope frees every item in its join, before
-/// `'scope` ends, and a `'scope` in the type would make the scope's own drop outlive `'scope`.
-///
-/// # Invariants
-///
-/// `item` is pinned: it was initialised in place in its box, which `Entry` only holds and drops,
-/// and never moves it out of (see `Scope::spawn_inner` for why the box is not a `Pin`).
-struct Entry {
-    item: KBox<dyn ScopedWork>,
-    state: State,
-}
-
-/// A [`ScopedItem`] without its closure type: the operations of its [`Work`].
-trait ScopedWork {
-    /// `cancel_work()`: whether the item was taken off its queue before it started.
-    fn cancel(&self) -> bool;
-    /// `cancel_work_sync()`.
-    fn cancel_sync(&self);
-    /// `flush_work()`: whether it waited for the item.
-    fn flush(&self) -> bool;
-    /// Calls the closure on the current thread.
-    ///
-    /// # Safety
-    ///
-    /// [`ScopedWork::cancel`] returned true for the item, and this was not called before: no
-    /// worker claimed it, so the closure slot is the caller's.
-    unsafe fn run_cancelled(&self);
-}
-
 /// A scope in which work items that borrow from the caller are spawned.
 ///
 /// Made by [`scope!`](crate::workqueue::scope) or [`scope_with_key`], and only lent to their
 /// body.
 ///
 /// `'scope` is the lifetime of the scope, `'env` that of the borrows the items may hold. Both are
-/// invariant, as in `std::thread::Scope`. `Scope` is not `Sync`: items cannot spawn into it, a
-/// nested scope is opened instead.
+/// invariant, as in `std::thread::Scope`. `Scope` is `Sync`: items may spawn into the scope they
+/// run in, and the join waits for those too.
 ///
 /// While it is open, its thread's stack is lent (`CurrentTask::lend_stack()`).
 ///
 /// # Invariants
 ///
 /// - Every item in `items` was initialised with `name` and `key`, queued exactly once, is owned
-///   by the scope and never moves (it is pinned in its box).
-/// - An item is freed only when its state is `State::Cancelled` (its `cancel_work()` returned
-///   true) or after the join's `flush_work()`/`cancel_work_sync()` for it returned.
-/// - An item's closure belongs to the worker once the worker claimed the item (cleared its
-///   pending bit), and to the scope's thread after a `cancel_work()` that returned true (the join
-///   then calls it, once) or after the join.
+///   by the scope and never moves (it is pinned in its box); items are only added to `items`
+///   until the join frees them all at its end.
+/// - An item's closure is called only by the thread whose claim of it succeeded (`item.rs`).
+/// - An item is freed only at the end of the join, once its closure was called and returned and
+///   its function, if a worker started it, returned (`cancel_work_sync()`).
 pub struct Scope<'scope, 'env: 'scope> {
-    items: RefCell<KVec<Entry>>,
+    items: &'scope Mutex<KVec<Entry>>,
     name: &'static CStr,
     key: Pin<&'static LockClassKey>,
     scope: PhantomData<&'scope mut &'scope ()>,
@@ -296,33 +275,65 @@ pub struct Scope<'scope, 'env: 'scope> {
 
 impl<'scope, 'env> Scope<'scope, 'env> {
     /// Spawns `f` as a work item on `queue` (`WORK_CPU_UNBOUND`: for an unbound queue any CPU,
-    /// for a per-CPU queue the local one).
+    /// for a per-CPU queue the local one), and returns a handle that gives its result.
     ///
     /// The item and the scope's bookkeeping are allocated with `flags` (`GFP_NOWAIT` is fine).
+    /// Items may spawn into the scope they run in.
     ///
     /// # Errors
     ///
     /// Returns [`AllocError`] if memory could not be allocated; nothing was queued then and `f`
     /// was dropped without being called.
-    pub fn try_spawn<F>(
+    ///
+    /// # Examples
+    ///
+    /// Divide and conquer: each item sums half its range and spawns the other half into the
+    /// same scope, then joins it.
+    ///
+    /// ```
+    /// use kernel::workqueue::{self, scope, Scope};
+    ///
+    /// fn sum<'s>(s: &'s Scope<'s, '_>, v: &'s [u64]) -> Result<u64> {
+    ///     if v.len() <= 64 {
+    ///         return Ok(v.iter().sum());
+    ///     }
+    ///     let (lo, hi) = v.split_at(v.len() / 2);
+    ///     let hi = s.try_spawn(workqueue::system_dfl(), GFP_KERNEL, move || sum(s, hi))?;
+    ///     let lo = sum(s, lo);
+    ///     // Joined even if `lo` failed; `?` only after.
+    ///     let hi = hi.join();
+    ///     Ok(lo? + hi?)
+    /// }
+    ///
+    /// let mut v = KVec::new();
+    /// for i in 0..1000u64 {
+    ///     v.push(i, GFP_KERNEL)?;
+    /// }
+    /// let total = scope!("doc_divide", |s| sum(s, &v))?;
+    /// assert_eq!(total, 999 * 1000 / 2);
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn try_spawn<F, T>(
         &'scope self,
         queue: &'scope Queue,
         flags: Flags,
         f: F,
-    ) -> Result<(), AllocError>
+    ) -> Result<ScopedJoinHandle<'scope, T>, AllocError>
     where
-        F: FnOnce() + Send + 'scope,
+        F: FnOnce() -> T + Send + 'scope,
+        T: Send + 'scope,
     {
         self.spawn_inner(queue, None, flags, f)
     }
 
     /// Spawns `f` as a work item on the unbound `queue`, on a CPU of `node`
-    /// ([`UnboundQueue::enqueue_on_node`]).
+    /// ([`UnboundQueue::enqueue_on_node`]), and returns a handle that gives its result.
     ///
     /// If `node` has no online CPU the item runs on any CPU. Placement is strict only on a queue
-    /// with strict NUMA affinity ([`OwnedQueue::set_numa_strict`]). An item cancelled before it
-    /// started ([`Scope::cancel_unstarted`], or by the join of a thread that may not wait) has its
-    /// closure called on the scope's thread, wherever that runs.
+    /// with strict NUMA affinity ([`OwnedQueue::set_numa_strict`]). An item whose closure is
+    /// called before a worker started it ([`Scope::cancel_unstarted`], a
+    /// [`ScopedJoinHandle::join`], or the join of a thread that may not wait) runs on that
+    /// thread, wherever it runs.
     ///
     /// [`OwnedQueue::set_numa_strict`]: crate::workqueue::OwnedQueue::set_numa_strict
     ///
@@ -353,15 +364,16 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// assert_eq!(ran.load(Relaxed), 4);
     /// # Ok::<(), Error>(())
     /// ```
-    pub fn try_spawn_on_node<F>(
+    pub fn try_spawn_on_node<F, T>(
         &'scope self,
         queue: &'scope UnboundQueue,
         node: NumaNode,
         flags: Flags,
         f: F,
-    ) -> Result<(), AllocError>
+    ) -> Result<ScopedJoinHandle<'scope, T>, AllocError>
     where
-        F: FnOnce() + Send + 'scope,
+        F: FnOnce() -> T + Send + 'scope,
+        T: Send + 'scope,
     {
         self.spawn_inner(queue, Some(node), flags, f)
     }
@@ -369,36 +381,30 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// Queues `f` on `queue`, on a CPU of `node` if `node` is `Some`.
     ///
     /// `node` is `Some` only for an unbound queue (the callers take an [`UnboundQueue`] then).
-    fn spawn_inner<F>(
+    fn spawn_inner<F, T>(
         &'scope self,
         queue: &'scope Queue,
         node: Option<NumaNode>,
         flags: Flags,
         f: F,
-    ) -> Result<(), AllocError>
+    ) -> Result<ScopedJoinHandle<'scope, T>, AllocError>
     where
-        F: FnOnce() + Send + 'scope,
+        F: FnOnce() -> T + Send + 'scope,
+        T: Send + 'scope,
     {
-        let mut items = self.items.borrow_mut();
-        // Reserve the entry first: once queued, the item must be recorded.
-        items.reserve(1, flags)?;
-        let item = KBox::pin_init(
-            pin_init!(ScopedItem {
-                work <- Work::new(self.name, self.key),
-                func: UnsafeCell::new(Some(f)),
-            }),
-            flags,
-        )
-        .map_err(|_| AllocError)?;
-        // INVARIANT: the item is owned by `items` from the push below, which frees it only after
-        // it was cancelled or its function returned; a failed push frees it before it is queued.
+        let item = KBox::pin_init(ScopedItem::new(self.name, self.key, f), flags)
+            .map_err(|_| AllocError)?;
         let item_ref = ScopedItemRef(NonNull::from(&*item));
+        let handle = ScopedJoinHandle {
+            item: NonNull::from(&*item as &(dyn ScopedResult<T> + 'scope)),
+            scope: PhantomData,
+        };
         // The item is stored unpinned as `KBox<dyn ScopedWork>`: a `Pin<KBox<_>>` cannot be
         // unsized to `Pin<KBox<dyn _>>` (the kernel's `Box` does not implement the unstable
         // `PinCoerceUnsized`), and every move of a `Pin<KBox<dyn _>>` is such a coercion. `Entry`
         // keeps the pinning promise instead: it holds the box and never moves the item out.
         // SAFETY: the item stays pinned: `Entry` holds the box and never moves the item out of it.
-        let item: KBox<ScopedItem<F>> = unsafe { Pin::into_inner_unchecked(item) };
+        let item: KBox<ScopedItem<F, T>> = unsafe { Pin::into_inner_unchecked(item) };
         let erased: KBox<dyn ScopedWork + 'scope> = item;
         // SAFETY: only the lifetime bound changes, which leaves the layout as it is. The item is
         // freed by the join, before `'scope` ends (see `Entry`), and nothing uses it after that.
@@ -407,31 +413,37 @@ impl<'scope, 'env> Scope<'scope, 'env> {
                 erased,
             )
         };
+        let mut items = self.items.lock();
+        // Recorded before it is queued. On failure the item is freed unqueued, with `f` in it,
+        // after the lock is released (the guard was declared last): `f`'s captures may do
+        // anything when dropped, spawn into this scope included.
+        items.reserve(1, flags)?;
+        // INVARIANT: the item is owned by `items` from here on, which frees it only at the end of
+        // the join.
         // Within the capacity reserved above: this does not allocate and does not fail.
         items
-            .push_within_capacity(Entry {
-                item,
-                state: State::Queued,
-            })
+            .push_within_capacity(Entry { item })
             .map_err(|_| AllocError)?;
-        // SAFETY: By the type invariants the item stays valid until its function has run or it
-        // was cancelled, and the join in `scope_with_key` waits for that before `'scope` ends, so
-        // the function is never called after the borrows of `F` expire; if the thread dies before
-        // the join, its stack is lent (`scope_with_key`) and stays. `ScopedItemRef<F>` is `Send`,
-        // so the function may run on another thread. `node` is `Some` only for an unbound queue.
+        // SAFETY: By the type invariants the item stays valid until its closure has returned and
+        // its function, if a worker started it, has returned, and the join in `scope_with_key`
+        // waits for that before `'scope` ends, so neither is called after the borrows of `F`
+        // expire; if the thread dies before the join, its stack is lent (`scope_with_key`) and
+        // stays. `ScopedItemRef<F, T>` is `Send`, so the function may run on another thread.
+        // `node` is `Some` only for an unbound queue.
         // INVARIANT: the item is recorded in `items` (above) and queued exactly once (here): it
         // was never queued, so this returns true.
         let queued = unsafe { queue.enqueue_scoped(item_ref, node) };
         debug_assert!(queued);
-        Ok(())
+        Ok(handle)
     }
 
     /// Cancels every item that has not started yet and returns how many it cancelled.
     ///
-    /// The join calls a cancelled item's closure on the scope's thread, so that every closure
-    /// still runs exactly once; cancelling only keeps items that would start late off their
-    /// workers. Items that already started are left alone, and the join waits for them. Items
-    /// spawned after this call are joined as any other.
+    /// The join calls a cancelled item's closure on the scope's thread (or a
+    /// [`ScopedJoinHandle::join`] on its own), so that every closure still runs exactly once;
+    /// cancelling only keeps items that would start late off their workers. Items that already
+    /// started are left alone, and the join waits for them. Items spawned after this call are
+    /// joined as any other.
     ///
     /// # Examples
     ///
@@ -466,22 +478,14 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// # Ok::<(), Error>(())
     /// ```
     pub fn cancel_unstarted(&self) -> usize {
-        let mut cancelled = 0;
-        for entry in self.items.borrow_mut().iter_mut() {
-            if entry.state != State::Queued {
-                continue;
-            }
-            // INVARIANT: `cancel_work()` returns true only if it took the item off the queue
-            // before its function started: the closure stays the scope's, for the join to call.
-            // Otherwise the item is running or done, and is not queued again.
-            if entry.item.cancel() {
-                entry.state = State::Cancelled;
-                cancelled += 1;
-            } else {
-                entry.state = State::Started;
-            }
-        }
-        cancelled
+        // `cancel_work()` returns true only if it took the item off its queue before its
+        // function started; the closure then stays unclaimed, for the join (or its handle) to
+        // call. A running or finished item is left as it is, and is never queued again.
+        self.items
+            .lock()
+            .iter()
+            .filter(|entry| entry.item.cancel())
+            .count()
     }
 
     /// Returns whether the scope's thread may wait for items that have not started.
@@ -490,9 +494,10 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// may need a kworker allocated with `GFP_KERNEL`), nor, deliberately more strictly than
     /// `check_flush_dependency()`, when it runs a work item itself: its items may need a worker
     /// of a pool that is short of them, or a new one, and the scope does not know which queue
-    /// the caller runs on. The join asks this too: when it is false, the join cancels the items
-    /// that have not started and calls their closures itself. A caller that knows it will take
-    /// their work anyway (as `kernel::mtjob` does) calls [`Scope::cancel_unstarted`] earlier.
+    /// the caller runs on. The join asks this too: when it is false, the join claims the
+    /// closures of the items that have not started and calls them itself. A caller that knows it
+    /// will take their work anyway (as `kernel::mtjob` does) calls [`Scope::cancel_unstarted`]
+    /// earlier.
     pub fn may_wait(&self) -> bool {
         !super::in_work_item() && !current!().in_memalloc()
     }
@@ -508,152 +513,119 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         unsafe { bindings::workqueue_online() }
     }
 
-    /// Calls the closures of the cancelled items, waits for the others, then frees all items.
+    /// Returns the `i`th item.
+    ///
+    /// The reference outlives the lock: by the type invariants items are never freed nor moved
+    /// before the end of the join (a push may move the boxes in `items`, not the items).
+    fn item(&self, i: usize) -> &dyn ScopedWork {
+        let items = self.items.lock();
+        let item: *const dyn ScopedWork = &*items[i].item;
+        drop(items);
+        // SAFETY: as above: the item lives, unmoved, until the join frees it, and the join does
+        // not call this after that.
+        unsafe { &*item }
+    }
+
+    /// Calls the closures of items nobody else calls, waits for the others, then frees all
+    /// items, including those items spawned while the join ran.
     fn join(&self) {
         let may_wait = self.may_wait() && Self::may_flush();
-        let mut items = self.items.borrow_mut();
-        // A thread that may not wait for items that have not started takes them all off their
-        // queues first, so that none that a running item waits for is left behind a wait below.
-        // Before `workqueue_init()` none has started: all are cancelled and called here.
-        if !may_wait {
-            for entry in items.iter_mut().filter(|e| e.state == State::Queued) {
-                // INVARIANT: as in `cancel_unstarted`.
-                entry.state = if entry.item.cancel() {
-                    State::Cancelled
-                } else {
-                    State::Started
-                };
+        let mut start = 0;
+        loop {
+            // The items spawned so far and not yet joined; those that items spawn meanwhile are
+            // joined in the next round.
+            let end = self.items.lock().len();
+            if start == end {
+                break;
             }
-        }
-        // The cancelled items' closures, before waiting for any running item, which may wait for
-        // one of them.
-        for entry in items.iter_mut().filter(|e| e.state == State::Cancelled) {
-            // SAFETY: `cancel_work()` returned true for it, and its state changes to `Ran` next:
-            // this is the only call.
-            unsafe { entry.item.run_cancelled() };
-            entry.state = State::Ran;
-        }
-        for entry in items.iter_mut() {
-            match entry.state {
-                // Waits until its function has returned (the thread may wait). `flush_work()`
-                // also returns false for an item that already ran: then `cancel_work()` finds it
-                // done, or, if a worker had not yet claimed it, the join calls it.
-                State::Queued => {
-                    if !entry.item.flush() {
-                        if entry.item.cancel() {
-                            // SAFETY: `cancel_work()` returned true, and the state changes next.
-                            unsafe { entry.item.run_cancelled() };
-                            entry.state = State::Ran;
-                        } else {
-                            entry.item.cancel_sync();
-                        }
-                    }
+            // A thread that may not wait for items that have not started calls their closures
+            // first, so that none that a running item waits for is left behind a wait below.
+            // Before `workqueue_init()` none has started: all are called here.
+            if !may_wait {
+                for i in start..end {
+                    Self::call_if_unclaimed(self.item(i));
                 }
-                // A `cancel_work()` found it running or done, and it is never queued again: this
-                // waits for its function to return if it still runs, and unlike `flush_work()`
-                // needs no check for waiting on pending items (`check_flush_dependency()`).
-                State::Started => entry.item.cancel_sync(),
-                State::Cancelled | State::Ran => {}
             }
+            for i in start..end {
+                let item = self.item(i);
+                // Waits until it has run if it is still queued (the thread may wait).
+                if may_wait {
+                    item.flush();
+                }
+                // Cancelled before it started: its closure is still unclaimed. Otherwise a
+                // worker or a handle's join claimed it: wait until they have called it.
+                if !Self::call_if_unclaimed(item) {
+                    item.wait_done();
+                }
+                // A worker that started the item may still be in its function, if only to find
+                // the closure claimed: the item must outlive that.
+                item.cancel_sync();
+            }
+            start = end;
         }
-        // INVARIANT: every item's closure has been called and has returned.
-        drop(core::mem::take(&mut *items));
-    }
-}
-
-/// A closure spawned as a work item.
-#[pin_data]
-struct ScopedItem<F> {
-    #[pin]
-    work: Work<ScopedItem<F>>,
-    /// Taken by the worker that runs the item; still set if the item was cancelled.
-    func: UnsafeCell<Option<F>>,
-}
-
-crate::impl_has_work! {
-    impl{F} HasWork<ScopedItem<F>> for ScopedItem<F> { self.work }
-}
-
-impl<F: FnOnce() + Send> ScopedWork for ScopedItem<F> {
-    fn cancel(&self) -> bool {
-        self.work.cancel()
+        // INVARIANT: every item's closure has been called and has returned, and no worker runs
+        // the function of any: nothing refers to the items any more.
+        drop(core::mem::take(&mut *self.items.lock()));
     }
 
-    fn cancel_sync(&self) {
-        self.work.cancel_sync();
-    }
-
-    fn flush(&self) -> bool {
-        self.work.flush()
-    }
-
-    unsafe fn run_cancelled(&self) {
-        // SAFETY: no worker claimed the item and this is the only call, by the safety
-        // requirements: the closure slot is the calling thread's.
-        let func = unsafe { (*self.func.get()).take() };
-        if let Some(func) = func {
-            func();
+    /// Claims the closure of `item` and calls it on the current thread; returns whether it did.
+    fn call_if_unclaimed<W: ScopedWork + ?Sized>(item: &W) -> bool {
+        if !item.claim() {
+            return false;
         }
+        // Off its queue if it has not started: no worker needs to start for nothing. If a worker
+        // already took it, the worker finds the closure claimed and returns.
+        item.cancel();
+        // SAFETY: the claim above succeeded, and only the claimer calls this.
+        unsafe { item.run_claimed() };
+        true
     }
 }
 
-impl<F: FnOnce() + Send> WorkItem for ScopedItem<F> {
-    type Pointer = ScopedItemRef<F>;
-
-    fn run(this: ScopedItemRef<F>) {
-        // SAFETY: by the invariants of `ScopedItemRef`, the item is alive while its function
-        // runs, and the worker that claimed it owns the closure slot.
-        let func = unsafe { (*(*this.0.as_ptr()).func.get()).take() };
-        if let Some(func) = func {
-            func();
-        }
-        // `this` is not used again: the scope may free the item as soon as this returns.
-    }
-}
-
-/// A non-owning pointer to a queued [`ScopedItem`]; the scope owns the item.
+/// A handle on an item spawned on a [`Scope`], whose [`ScopedJoinHandle::join`] gives the
+/// closure's return value, as `std::thread::ScopedJoinHandle` does.
+///
+/// Dropping the handle does not wait for the item: the scope's join does, and drops the result.
 ///
 /// # Invariants
 ///
-/// `self.0` points to an item owned by a [`Scope`], which frees it only after it was cancelled
-/// or its function returned.
-struct ScopedItemRef<F>(NonNull<ScopedItem<F>>);
-
-// SAFETY: the pointer only hands the item over to the worker that runs it: the worker takes the
-// closure, which is `Send`, and the `Work` it reads is `Sync`; the scope's thread does not touch
-// the closure slot until the item was cancelled or its function returned.
-unsafe impl<F: FnOnce() + Send> Send for ScopedItemRef<F> {}
-
-// SAFETY: `__enqueue` passes the `work_struct` of the item `self` points to, which is valid for
-// the call. By the type invariant the scope keeps the item alive until its function has run or
-// `cancel_work()` (`Work::cancel`) or `cancel_work_sync()` returned true for it, so the pointer
-// stays valid as long as `RawWorkItem` requires. `Pin<KBox<T>>`'s implementation cannot be used:
-// its `run` frees the item, which the join still reads.
-unsafe impl<F: FnOnce() + Send> RawWorkItem<0> for ScopedItemRef<F> {
-    type EnqueueOutput = bool;
-
-    unsafe fn __enqueue<Q>(self, queue_work_on: Q) -> bool
-    where
-        Q: FnOnce(*mut bindings::work_struct) -> bool,
-    {
-        // SAFETY: by the type invariant `self.0` points to a live item.
-        let work = unsafe { Work::raw_get(core::ptr::addr_of!((*self.0.as_ptr()).work)) };
-        queue_work_on(work)
-    }
+/// `item` points to an item owned by a scope of lifetime `'scope`, which frees it only at the
+/// end of its join, after `'scope` ends for the handle; this handle is the only one for the
+/// item, so the item's result is taken at most once.
+pub struct ScopedJoinHandle<'scope, T> {
+    item: NonNull<dyn ScopedResult<T> + 'scope>,
+    scope: PhantomData<&'scope ()>,
 }
 
-// SAFETY: `ScopedItem`'s `Work` is initialised by `Work::new`, whose function is this `run`.
-unsafe impl<F: FnOnce() + Send> WorkItemPointer<0> for ScopedItemRef<F> {
-    unsafe extern "C" fn run(ptr: *mut bindings::work_struct) {
-        // The `work_struct` is the one `__enqueue` queued, inside a `Work<ScopedItem<F>>`.
-        let ptr = ptr.cast::<Work<ScopedItem<F>>>();
-        // SAFETY: `ptr` points to the `work` field of a live `ScopedItem`.
-        let item = unsafe { <ScopedItem<F> as super::HasWork<_>>::work_container_of(ptr) };
-        // SAFETY: `item` is not null; by the scope's invariants it stays alive until this
-        // function returns.
-        // INVARIANT: as just said.
-        let this = ScopedItemRef(unsafe { NonNull::new_unchecked(item) });
-        <ScopedItem<F> as WorkItem>::run(this)
+// SAFETY: the handle only lets its owner take the result, a `T: Send`, on any thread: the item
+// is `Sync` (its closure and result slots are claimed through atomics and the completion).
+unsafe impl<T: Send> Send for ScopedJoinHandle<'_, T> {}
+
+// SAFETY: a shared handle gives access to nothing: `join()` takes it by value.
+unsafe impl<T: Send> Sync for ScopedJoinHandle<'_, T> {}
+
+impl<T> ScopedJoinHandle<'_, T> {
+    /// Waits for the item and returns its closure's result.
+    ///
+    /// If the item has not started, its closure is called on the current thread instead: the
+    /// join never waits for a worker to start it, so it may be called in reclaim, from a work
+    /// item, and from an item of the same scope (the handle of an item it spawned).
+    ///
+    /// Must be called from a context that may sleep. Not annotated for lockdep (see the
+    /// module's documentation): a lock held across the join that the item takes deadlocks
+    /// unreported if the item runs on a worker.
+    pub fn join(self) -> T {
+        crate::task::might_sleep();
+        // SAFETY: by the type invariants the item is alive for `'scope`, which this handle
+        // borrows.
+        let item = unsafe { self.item.as_ref() };
+        if !Scope::call_if_unclaimed(item) {
+            item.wait_done();
+        }
+        // SAFETY: the item is done: this thread called it, or whoever claimed it did and
+        // `wait_done()` returned. By the type invariants this is the item's only handle, and
+        // `join()` takes it by value.
+        unsafe { item.take_result() }
     }
 }
 

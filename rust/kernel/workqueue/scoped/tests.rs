@@ -19,7 +19,8 @@ use crate::{
         self,
         scope,
         OwnedQueue,
-        QueueFlag, //
+        QueueFlag,
+        Scope, //
     },
 };
 
@@ -78,6 +79,122 @@ mod cases {
             Ok(())
         })?;
         assert_eq!(done.load(Acquire), 4);
+        Ok(())
+    }
+
+    /// A handle's join gives its item's result, on whatever thread the item ran.
+    #[test]
+    fn handles_give_results() -> Result {
+        let sum = scope!("scope_test_handles", |s| -> Result<u64> {
+            let mut handles = KVec::new();
+            for i in 0..16u64 {
+                handles.push(
+                    s.try_spawn(workqueue::system_dfl(), GFP_KERNEL, move || i * i)?,
+                    GFP_KERNEL,
+                )?;
+            }
+            Ok(handles.into_iter().map(|h| h.join()).sum())
+        })?;
+        assert_eq!(sum, (0..16u64).map(|i| i * i).sum());
+        Ok(())
+    }
+
+    /// A handle joined before a worker could start its item (behind a running item of an
+    /// ordered queue) calls the closure on the joining thread, without waiting for a worker.
+    #[test]
+    fn handle_join_calls_an_unstarted_item() -> Result {
+        let queue = OwnedQueue::new_ordered(c"scope_test_handle_ordered")?;
+        let me = current!().as_ptr().addr();
+        let (started, go) = (Atomic::new(false), Atomic::new(false));
+        let (here, blocked_ran) = scope!("scope_test_handle_join", |s| -> Result<(bool, bool)> {
+            let (st, g) = (&started, &go);
+            // Nothing waits for `go` if this fails.
+            let first = s.try_spawn(&queue, GFP_KERNEL, move || {
+                st.store(true, Release);
+                while !g.load(Acquire) {
+                    fsleep(Delta::from_micros(100));
+                }
+                true
+            })?;
+            let res = (|| -> Result<bool> {
+                let second =
+                    s.try_spawn(&queue, GFP_KERNEL, move || current!().as_ptr().addr() == me)?;
+                while !started.load(Acquire) {
+                    fsleep(Delta::from_micros(100));
+                }
+                // The ordered queue runs `first` until `go`: `second` cannot have started.
+                Ok(second.join())
+            })();
+            // Whatever failed: `first`, and so the join, waits for it.
+            go.store(true, Release);
+            Ok((res?, first.join()))
+        })?;
+        assert!(here);
+        assert!(blocked_ran);
+        Ok(())
+    }
+
+    /// Divide and conquer: items spawn into the scope they run in and join the handles of the
+    /// items they spawned; the scope's join also waits for items spawned by items.
+    #[test]
+    fn items_spawn_into_their_scope() -> Result {
+        fn sum<'s>(s: &'s Scope<'s, '_>, v: &'s [u64], items: &'s Atomic<usize>) -> Result<u64> {
+            if v.len() <= 16 {
+                return Ok(v.iter().sum());
+            }
+            let (lo, hi) = v.split_at(v.len() / 2);
+            let hi = s.try_spawn(workqueue::system_dfl(), GFP_KERNEL, move || {
+                sum(s, hi, items)
+            })?;
+            items.add(1, Relaxed);
+            let lo = sum(s, lo, items);
+            let hi = hi.join();
+            Ok(lo? + hi?)
+        }
+        let mut v = KVec::new();
+        for i in 0..1024u64 {
+            v.push(i, GFP_KERNEL)?;
+        }
+        let (items, fire_and_forget) = (Atomic::new(0usize), Atomic::new(0usize));
+        let total = scope!("scope_test_divide", |s| -> Result<u64> {
+            // An item that spawns one more and returns without joining it: the scope's join
+            // waits for that one too.
+            let f = &fire_and_forget;
+            s.try_spawn(workqueue::system_dfl(), GFP_KERNEL, move || {
+                let res = s.try_spawn(workqueue::system_dfl(), GFP_KERNEL, move || {
+                    fsleep(Delta::from_millis(20));
+                    f.add(1, Relaxed);
+                });
+                if res.is_err() {
+                    f.add(1, Relaxed);
+                }
+            })?;
+            sum(s, &v, &items)
+        })?;
+        assert_eq!(total, 1023 * 1024 / 2);
+        // 1024 / 16 leaves, one spawn per inner node.
+        assert_eq!(items.load(Relaxed), 63);
+        assert_eq!(fire_and_forget.load(Relaxed), 1);
+        Ok(())
+    }
+
+    /// A handle moved into another item is joined there; results nobody joins are dropped by
+    /// the scope's join.
+    #[test]
+    fn handles_move_and_unjoined_results_drop() -> Result {
+        let dropped = Atomic::new(0usize);
+        let got = scope!("scope_test_handle_move", |s| -> Result<u32> {
+            let a = s.try_spawn(workqueue::system_dfl(), GFP_KERNEL, || 41u32)?;
+            let b = s.try_spawn(workqueue::system_dfl(), GFP_KERNEL, move || a.join() + 1)?;
+            for _ in 0..4 {
+                let d = &dropped;
+                // The handle is dropped at once; the result, a token, with the items.
+                s.try_spawn(workqueue::system_dfl(), GFP_KERNEL, move || Token(d))?;
+            }
+            Ok(b.join())
+        })?;
+        assert_eq!(got, 42);
+        assert_eq!(dropped.load(Relaxed), 4);
         Ok(())
     }
 
@@ -282,6 +399,7 @@ mod cases {
             s.try_spawn_on_node(queue, node, GFP_KERNEL, move || {
                 ran.add(1, Relaxed);
             })
+            .map(drop)
         })?;
         assert_eq!(ran.load(Relaxed), 1);
         Ok(())
