@@ -4,9 +4,11 @@
 # and ends with one line "check: N passed, N failed", which counts the stages
 # plus every KUnit case and boot-test check inside them.
 # CHECK_FULL=1 ('make check-full') adds what does not fit CI's hour: the
-# kernel without Rust and its boots, every parallel-free case, the padata
-# engine on every hugetlb scenario, the MODVERSIONS kernel built and booted
-# with the Rust sample as a module, and the build of every patch.
+# kernel without Rust and its boots, every parallel-free case and
+# uffd-unit-tests, the padata engine on every hugetlb scenario, the
+# MODVERSIONS kernel built and booted with the Rust sample as a module, every
+# entry of the configuration matrix (make check builds rust-n only), the
+# arm64 stages, and the build of every patch.
 set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -385,9 +387,10 @@ passed=$((passed + $(echo "$line" | awk '{print $2+0}')))
 failed=$((failed + $(echo "$line" | awk '{print $4+0}')))
 
 # The configuration matrix (make configs, scripts/configs.py): make check
-# builds the entries a bot breaks first (no Rust; one CPU, hence one node) with
-# CONFIG_WERROR=y and W=1 on the series' C files; check-full builds every
-# entry, arm64's defconfig included, and runs coccicheck.
+# builds the entry a bot breaks first (no Rust) with CONFIG_WERROR=y and W=1
+# on the series' C files; check-full builds every entry (one CPU, one node,
+# Rust without the Rust engine, ...), arm64's defconfig included, and runs
+# coccicheck.
 configs() {
 	python3 "$repo/scripts/configs.py" "$@" | tee "$logs/configs.txt"
 	return "${PIPESTATUS[0]}"

@@ -197,8 +197,8 @@ bool mtjob_may_use_helpers(gfp_t gfp);
  * The Rust engine's entry points (kernel/mtjob_rust.rs, built with
  * CONFIG_RUST_MTJOB), for kernel/mtjob.c and its tests only.  Declared here,
  * where the Rust bindings see them, so that #[export] checks the Rust
- * definitions against these prototypes; declared without CONFIG_RUST too: the
- * calls are compiled out with IS_ENABLED() rather than #ifdef.
+ * definitions against these prototypes; declared without CONFIG_RUST_MTJOB
+ * too: the calls are compiled out with IS_ENABLED() rather than #ifdef.
  */
 int mtjob_rust_run(const struct mtjob *job, int max_threads,
 		   struct mtjob_report *report, struct lockdep_map *map,

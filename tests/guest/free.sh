@@ -907,6 +907,19 @@ hotplug() {
 	wait $w1 || rc=1
 	wait $w2 || rc=1
 	wait $w3 || rc=1
+	# The gate after hotplug: every CPU is back online and the workloads
+	# are done, so a live munmap() must be zapped in parallel again (what
+	# hotplug must not leave stale: the unbound cpumask, the idle CPUs the
+	# gate counts).  A few tries, a second apart, for CPUs still settling.
+	after=0 tries=0
+	while [ $tries -lt 5 ] && [ $after = 0 ]; do
+		tries=$((tries + 1))
+		sleep 1
+		a0=$(live_zaps)
+		free_test live anon "$(zmib 256)" 0 || rc=1
+		after=$(($(live_zaps) - a0))
+	done
+	echo "FREEHOTPLUG-AFTER tries=$tries parallel=$after"
 	# The exits zapped in parallel meanwhile, and their threads; the live
 	# ranges' (munmap() and MADV_DONTNEED together).
 	echo "FREEHOTPLUG cycles=$n zaps=$(($(vmstat parallel_zap) - z0))" \

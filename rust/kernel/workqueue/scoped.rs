@@ -62,6 +62,7 @@ use super::{
 };
 use crate::{
     alloc::{
+        kvec::PushError,
         AllocError,
         Flags,
         KBox,
@@ -73,16 +74,19 @@ use crate::{
     str::CStr,
     sync::{
         lockdep::LockdepMap,
-        new_mutex,
+        new_spinlock,
         LockClassKey,
-        Mutex, //
+        SpinLock, //
     },
 };
 use core::{
     marker::PhantomData,
+    mem::ManuallyDrop,
     ptr::NonNull, //
 };
 use item::{
+    call_if_unclaimed,
+    join_result,
     Entry,
     ScopedItem,
     ScopedItemRef,
@@ -219,13 +223,14 @@ where
         scope_with_key::<F, T>;
     let ip = this as usize;
     // A local of its own, not a field: the scope is borrowed for `'scope`, its own lifetime
-    // parameter, which a value whose drop may use it (the pinned slot of a mutex) cannot be.
-    pin_init::stack_pin_init!(let items = new_mutex!(KVec::new(), "workqueue::Scope::items"));
+    // parameter, which a value whose drop may use it (the pinned slot of a lock) cannot be.
+    pin_init::stack_pin_init!(let items = new_spinlock!(KVec::new(), "workqueue::Scope::items"));
     // INVARIANT: there is no item yet.
     let scope = Scope {
         items: &items,
         name,
         key,
+        map,
         scope: PhantomData,
         env: PhantomData,
     };
@@ -266,9 +271,13 @@ where
 /// - An item is freed only at the end of the join, once its closure was called and returned and
 ///   its function, if a worker started it, returned (`cancel_work_sync()`).
 pub struct Scope<'scope, 'env: 'scope> {
-    items: &'scope Mutex<KVec<Entry>>,
+    /// Taken only to add, find or take out entries: nothing allocates, frees or runs a closure
+    /// under it, so spawning works where sleeping does not, and its class, shared by every
+    /// scope, has no dependency on reclaim.
+    items: &'scope SpinLock<KVec<Entry>>,
     name: &'static CStr,
     key: Pin<&'static LockClassKey>,
+    map: &'static LockdepMap,
     scope: PhantomData<&'scope mut &'scope ()>,
     env: PhantomData<&'env mut &'env ()>,
 }
@@ -394,11 +403,10 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     {
         let item = KBox::pin_init(ScopedItem::new(self.name, self.key, f), flags)
             .map_err(|_| AllocError)?;
+        // INVARIANT: the item is owned by the scope from the push below, which frees it only
+        // after its function, if a worker started it, returned.
         let item_ref = ScopedItemRef(NonNull::from(&*item));
-        let handle = ScopedJoinHandle {
-            item: NonNull::from(&*item as &(dyn ScopedResult<T> + 'scope)),
-            scope: PhantomData,
-        };
+        let result = NonNull::from(&*item as &(dyn ScopedResult<T> + 'scope));
         // The item is stored unpinned as `KBox<dyn ScopedWork>`: a `Pin<KBox<_>>` cannot be
         // unsized to `Pin<KBox<dyn _>>` (the kernel's `Box` does not implement the unstable
         // `PinCoerceUnsized`), and every move of a `Pin<KBox<dyn _>>` is such a coercion. `Entry`
@@ -413,17 +421,19 @@ impl<'scope, 'env> Scope<'scope, 'env> {
                 erased,
             )
         };
-        let mut items = self.items.lock();
         // Recorded before it is queued. On failure the item is freed unqueued, with `f` in it,
-        // after the lock is released (the guard was declared last): `f`'s captures may do
-        // anything when dropped, spawn into this scope included.
-        items.reserve(1, flags)?;
+        // outside the lock (`f`'s captures may do anything when dropped, spawn into this scope
+        // included); no handle was made for it.
         // INVARIANT: the item is owned by `items` from here on, which frees it only at the end of
         // the join.
-        // Within the capacity reserved above: this does not allocate and does not fail.
-        items
-            .push_within_capacity(Entry { item })
-            .map_err(|_| AllocError)?;
+        self.record(Entry { item }, flags)?;
+        // INVARIANT: the scope frees the item only at the end of its join; this is the item's
+        // one handle, made once, here.
+        let handle = ScopedJoinHandle {
+            item: result,
+            map: self.map,
+            scope: PhantomData,
+        };
         // SAFETY: By the type invariants the item stays valid until its closure has returned and
         // its function, if a worker started it, has returned, and the join in `scope_with_key`
         // waits for that before `'scope` ends, so neither is called after the borrows of `F`
@@ -513,16 +523,52 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         unsafe { bindings::workqueue_online() }
     }
 
+    /// Adds `entry` to `items`, growing it outside the lock when it is full.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`AllocError`] if a larger vector could not be allocated with `flags`; `entry`
+    /// is dropped then, outside the lock.
+    fn record(&self, mut entry: Entry, flags: Flags) -> Result<(), AllocError> {
+        loop {
+            let mut items = self.items.lock();
+            entry = match items.push_within_capacity(entry) {
+                Ok(()) => return Ok(()),
+                Err(PushError(entry)) => entry,
+            };
+            // Room for twice as many, allocated with the lock released.
+            let want = items.capacity().max(4) * 2;
+            drop(items);
+            let mut spare = KVec::with_capacity(want, flags)?;
+            let mut items = self.items.lock();
+            // Unless another thread grew it meanwhile, the entries move to the larger vector,
+            // within its capacity; what is left in `spare` (the old vector, emptied, or the
+            // unused new one) is freed after the lock is released.
+            if items.capacity() < want {
+                core::mem::swap(&mut *items, &mut spare);
+                for e in spare.drain_all() {
+                    // `want` is at least twice the old capacity: this cannot fail.
+                    let _ = items.push_within_capacity(e);
+                }
+            }
+            drop(items);
+            drop(spare);
+        }
+    }
+
     /// Returns the `i`th item.
     ///
-    /// The reference outlives the lock: by the type invariants items are never freed nor moved
-    /// before the end of the join (a push may move the boxes in `items`, not the items).
-    fn item(&self, i: usize) -> &dyn ScopedWork {
+    /// # Safety
+    ///
+    /// `i` is below the number of entries, and the join has not freed the items yet; the
+    /// reference must not be used after that.
+    unsafe fn item(&self, i: usize) -> &dyn ScopedWork {
         let items = self.items.lock();
         let item: *const dyn ScopedWork = &*items[i].item;
         drop(items);
-        // SAFETY: as above: the item lives, unmoved, until the join frees it, and the join does
-        // not call this after that.
+        // SAFETY: by the type invariants the item is never moved (a push may move the boxes in
+        // `items`, not the items) nor freed before the end of the join, which the caller has
+        // not reached.
         unsafe { &*item }
     }
 
@@ -543,18 +589,21 @@ impl<'scope, 'env> Scope<'scope, 'env> {
             // Before `workqueue_init()` none has started: all are called here.
             if !may_wait {
                 for i in start..end {
-                    Self::call_if_unclaimed(self.item(i));
+                    // SAFETY: `i < end`, the number of entries, and the items are freed only
+                    // below, after the loop.
+                    call_if_unclaimed(unsafe { self.item(i) });
                 }
             }
             for i in start..end {
-                let item = self.item(i);
+                // SAFETY: as above.
+                let item = unsafe { self.item(i) };
                 // Waits until it has run if it is still queued (the thread may wait).
                 if may_wait {
                     item.flush();
                 }
                 // Cancelled before it started: its closure is still unclaimed. Otherwise a
                 // worker or a handle's join claimed it: wait until they have called it.
-                if !Self::call_if_unclaimed(item) {
+                if !call_if_unclaimed(item) {
                     item.wait_done();
                 }
                 // A worker that started the item may still be in its function, if only to find
@@ -563,37 +612,29 @@ impl<'scope, 'env> Scope<'scope, 'env> {
             }
             start = end;
         }
-        // INVARIANT: every item's closure has been called and has returned, and no worker runs
-        // the function of any: nothing refers to the items any more.
-        drop(core::mem::take(&mut *self.items.lock()));
-    }
-
-    /// Claims the closure of `item` and calls it on the current thread; returns whether it did.
-    fn call_if_unclaimed<W: ScopedWork + ?Sized>(item: &W) -> bool {
-        if !item.claim() {
-            return false;
-        }
-        // Off its queue if it has not started: no worker needs to start for nothing. If a worker
-        // already took it, the worker finds the closure claimed and returns.
-        item.cancel();
-        // SAFETY: the claim above succeeded, and only the claimer calls this.
-        unsafe { item.run_claimed() };
-        true
+        // INVARIANT: every item's closure has been called and has returned, its result was
+        // taken or dropped, and no worker runs the function of any: nothing refers to the items
+        // any more, and freeing them (outside the lock) runs none of the users' code.
+        let items = core::mem::take(&mut *self.items.lock());
+        drop(items);
     }
 }
 
 /// A handle on an item spawned on a [`Scope`], whose [`ScopedJoinHandle::join`] gives the
 /// closure's return value, as `std::thread::ScopedJoinHandle` does.
 ///
-/// Dropping the handle does not wait for the item: the scope's join does, and drops the result.
+/// Dropping the handle does not wait for the item: the scope's join does. The result is
+/// dropped with the handle if the item is done, or else right after the item's closure returns.
+/// A leaked handle (`mem::forget`) leaks the result.
 ///
 /// # Invariants
 ///
 /// `item` points to an item owned by a scope of lifetime `'scope`, which frees it only at the
 /// end of its join, after `'scope` ends for the handle; this handle is the only one for the
-/// item, so the item's result is taken at most once.
+/// item, and takes or lets go of its result once (`join()` or the drop). `map` is the scope's.
 pub struct ScopedJoinHandle<'scope, T> {
     item: NonNull<dyn ScopedResult<T> + 'scope>,
+    map: &'static LockdepMap,
     scope: PhantomData<&'scope ()>,
 }
 
@@ -611,21 +652,34 @@ impl<T> ScopedJoinHandle<'_, T> {
     /// join never waits for a worker to start it, so it may be called in reclaim, from a work
     /// item, and from an item of the same scope (the handle of an item it spawned).
     ///
-    /// Must be called from a context that may sleep. Not annotated for lockdep (see the
-    /// module's documentation): a lock held across the join that the item takes deadlocks
-    /// unreported if the item runs on a worker.
+    /// Must be called from a context that may sleep. Outside work items the join acquires the
+    /// scope's lock class for lockdep, as the scope's join does: a lock held across it that the
+    /// item takes is reported. Inside a work item it does not: an item joining an item it
+    /// spawned into its own scope is what handles are for, and lockdep would take it for
+    /// recursion (see the module's documentation).
+    ///
+    /// A closure called here runs on the joining thread's stack, on top of what it is doing:
+    /// deep divide and conquer in items that join handles nests closures on a kernel stack.
     pub fn join(self) -> T {
         crate::task::might_sleep();
-        // SAFETY: by the type invariants the item is alive for `'scope`, which this handle
-        // borrows.
-        let item = unsafe { self.item.as_ref() };
-        if !Scope::call_if_unclaimed(item) {
-            item.wait_done();
+        if !super::in_work_item() {
+            let this: fn(Self) -> T = Self::join;
+            self.map.acquire_release(this as usize);
         }
-        // SAFETY: the item is done: this thread called it, or whoever claimed it did and
-        // `wait_done()` returned. By the type invariants this is the item's only handle, and
-        // `join()` takes it by value.
-        unsafe { item.take_result() }
+        // The result is taken below, not let go of by the drop.
+        let this = ManuallyDrop::new(self);
+        // SAFETY: by the type invariants the item is alive for `'scope`, which this handle
+        // borrows, and this is its only handle, which `join()` consumes: it takes the result
+        // once.
+        unsafe { join_result(this.item.as_ref()) }
+    }
+}
+
+impl<T> Drop for ScopedJoinHandle<'_, T> {
+    fn drop(&mut self) {
+        // SAFETY: by the type invariants the item is alive for `'scope`, and this is its only
+        // handle, which lets go of the result once, here (`join()` does not drop the handle).
+        unsafe { self.item.as_ref().release_result() };
     }
 }
 

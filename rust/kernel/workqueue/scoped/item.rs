@@ -4,13 +4,6 @@
 //! makes exactly one thread call the closure (its worker, a thread joining its handle, or the
 //! scope's join).
 
-use super::super::{
-    HasWork,
-    RawWorkItem,
-    Work,
-    WorkItem,
-    WorkItemPointer, //
-};
 use crate::{
     bindings,
     prelude::*,
@@ -18,14 +11,23 @@ use crate::{
     sync::{
         atomic::{
             Atomic,
+            Full,
             Relaxed, //
         },
         Completion,
         LockClassKey, //
     },
+    workqueue::{
+        HasWork,
+        RawWorkItem,
+        Work,
+        WorkItem,
+        WorkItemPointer, //
+    },
 };
 use core::{
     cell::UnsafeCell,
+    mem::MaybeUninit,
     ptr::NonNull, //
 };
 
@@ -34,7 +36,8 @@ use core::{
 /// The item may borrow for the scope's `'scope` only, but is stored as `'static`, as
 /// `std::thread::scope` stores its closures: the scope frees every item at the end of its join,
 /// before `'scope` ends, and a `'scope` in the type would make the scope's own drop outlive
-/// `'scope`.
+/// `'scope`. Freeing an item runs no code of the scope's users: its closure was called, and its
+/// result was taken or dropped, before (see [`ScopedItem`]).
 ///
 /// # Invariants
 ///
@@ -54,7 +57,8 @@ pub(super) struct Entry {
 pub(super) trait ScopedWork: Send + Sync {
     /// Claims the closure: returns true for the first caller only.
     fn claim(&self) -> bool;
-    /// Calls the closure, stores its result and marks the item done.
+    /// Calls the closure, stores its result (or drops it, if the item's handle is gone) and
+    /// marks the item done.
     ///
     /// # Safety
     ///
@@ -79,20 +83,68 @@ pub(super) trait ScopedResult<T>: ScopedWork {
     ///
     /// The item is done: the caller's [`ScopedWork::claim`] succeeded and it called
     /// [`ScopedWork::run_claimed`], or its claim failed and [`ScopedWork::wait_done`] returned.
-    /// This was not called before for the item.
+    /// The caller is the item's handle, which calls this or [`ScopedResult::release_result`],
+    /// once.
     unsafe fn take_result(&self) -> T;
+    /// Lets go of the result without taking it: drops it now if it is stored, or leaves it to
+    /// the thread that calls the closure.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the item's handle, which calls this or [`ScopedResult::take_result`],
+    /// once.
+    unsafe fn release_result(&self);
+}
+
+/// Claims the closure of `item` and calls it on the current thread; returns whether it did.
+pub(super) fn call_if_unclaimed<W: ScopedWork + ?Sized>(item: &W) -> bool {
+    if !item.claim() {
+        return false;
+    }
+    // Off its queue if it has not started: no worker needs to start for nothing. If a worker
+    // already took it, the worker finds the closure claimed and returns.
+    item.cancel();
+    // SAFETY: the claim above succeeded, and only the claimer calls this.
+    unsafe { item.run_claimed() };
+    true
+}
+
+/// Waits for `item`, calling its closure here if nobody claimed it yet, and takes its result.
+///
+/// # Safety
+///
+/// As [`ScopedResult::take_result`]'s second condition: the caller is the item's handle.
+pub(super) unsafe fn join_result<T>(item: &dyn ScopedResult<T>) -> T {
+    if !call_if_unclaimed(item) {
+        item.wait_done();
+    }
+    // SAFETY: the item is done: this thread called it, or whoever claimed it did and
+    // `wait_done()` returned; the caller is its handle, by the safety requirements.
+    unsafe { item.take_result() }
 }
 
 /// A closure spawned as a work item, with the slot of its result.
 ///
+/// The result is dropped by the last of the two that hold it, as `std`'s scoped threads do:
+/// the thread that calls the closure (once it stored the result) and the item's handle (once it
+/// took the result, or was dropped). So an untaken result is dropped where the scope's join
+/// still waits (before `done` is completed, or by a handle dropped in the body or in an item),
+/// and never when the join frees the items, where a result that holds another item's handle or
+/// spawns into the scope would reach freed items or a scope done joining. A leaked handle leaks
+/// its result.
+///
 /// # Invariants
 ///
-/// - `func` is accessed only by the thread whose `claim()` succeeded (`claimed` went from false
-///   to true), once.
-/// - `result` is written only by that thread, before it completes `done`, and read only after
-///   `done` was completed, by the item's one [`ScopedJoinHandle`](super::ScopedJoinHandle), or
-///   dropped with the item.
-#[pin_data]
+/// - `func` is initialised until the thread whose `claim()` succeeded (`claimed` went from
+///   false to true) reads it, once; nobody else touches it.
+/// - `result` is written only by that thread, once, before it decrements `result_refs` and
+///   before it completes `done`; it is read, at most once, only by the item's one
+///   [`ScopedJoinHandle`](super::ScopedJoinHandle) after `done` was completed, or dropped by
+///   whoever brings `result_refs` to 0.
+/// - `result_refs` counts the holders of `result` still to let go of it: 2, then 1 when either
+///   the closure's thread stored it or the handle was dropped without taking it, and 0 when
+///   both happened.
+#[pin_data(PinnedDrop)]
 pub(super) struct ScopedItem<F, T> {
     #[pin]
     work: Work<ScopedItem<F, T>>,
@@ -101,10 +153,12 @@ pub(super) struct ScopedItem<F, T> {
     /// Completed once the closure returned and its result is stored.
     #[pin]
     done: Completion,
-    /// Taken by the thread that claimed it.
-    func: UnsafeCell<Option<F>>,
-    /// The closure's return value until a handle takes it.
-    result: UnsafeCell<Option<T>>,
+    /// Read by the thread that claimed it.
+    func: UnsafeCell<MaybeUninit<F>>,
+    /// The closure's return value, once stored, until its handle takes it or it is dropped.
+    result: UnsafeCell<MaybeUninit<T>>,
+    /// See the type's documentation.
+    result_refs: Atomic<u32>,
 }
 
 impl<F, T> ScopedItem<F, T> {
@@ -118,13 +172,30 @@ impl<F, T> ScopedItem<F, T> {
         F: FnOnce() -> T + Send,
         T: Send,
     {
+        // INVARIANT: `func` is initialised and unclaimed, there is no result, and both its
+        // holders are still to come.
         pin_init!(Self {
             work <- Work::new(name, key),
             claimed: Atomic::new(false),
             done <- Completion::new(),
-            func: UnsafeCell::new(Some(f)),
-            result: UnsafeCell::new(None),
+            func: UnsafeCell::new(MaybeUninit::new(f)),
+            result: UnsafeCell::new(MaybeUninit::uninit()),
+            result_refs: Atomic::new(2),
         })
+    }
+}
+
+#[pinned_drop]
+impl<F, T> PinnedDrop for ScopedItem<F, T> {
+    fn drop(self: Pin<&mut Self>) {
+        // An item the scope frees after its join was claimed and called: nothing to drop (its
+        // result was taken or dropped, or its handle leaked it). One that could not be recorded
+        // was never queued nor claimed: its closure is dropped uncalled.
+        if !self.claimed.load(Relaxed) {
+            // SAFETY: unclaimed, so `func` is initialised and nobody else may touch it: the item
+            // is being dropped.
+            unsafe { (*self.func.get()).assume_init_drop() };
+        }
     }
 }
 
@@ -134,25 +205,33 @@ crate::impl_has_work! {
 
 // SAFETY: the closure and result slots are shared between threads only as the type invariants
 // say: `func` by the one thread whose claim succeeded (an atomic exchange), `result` written
-// before and read after the completion `done`, which orders them; both are `Send`.
+// before and read after the completion `done`, or dropped by whoever brings `result_refs` to 0
+// (a fully ordered decrement, which orders the write before the drop); both are `Send`.
 unsafe impl<F: Send, T: Send> Sync for ScopedItem<F, T> {}
 
 impl<F: FnOnce() -> T + Send, T: Send> ScopedWork for ScopedItem<F, T> {
     fn claim(&self) -> bool {
-        // Relaxed: the closure's captures were published with the item, by its queueing (to a
-        // worker) or by the scope's lock (to the join); the claim only decides who calls it.
+        // Relaxed: the closure's captures were published with the item before anyone could
+        // claim it: by its queueing (to a worker), by the scope's lock (to the join), or by
+        // whatever sent the handle to the joining thread (or program order on the spawning
+        // thread); the claim only decides who calls it.
         !self.claimed.xchg(true, Relaxed)
     }
 
     unsafe fn run_claimed(&self) {
-        // SAFETY: the caller's claim succeeded and this is its only call: the closure slot is
-        // this thread's, by the type invariants.
-        let func = unsafe { (*self.func.get()).take() };
-        if let Some(func) = func {
-            let ret = func();
-            // SAFETY: only this thread writes the result, before completing `done`; readers wait
-            // for `done`.
-            unsafe { *self.result.get() = Some(ret) };
+        // SAFETY: the caller's claim succeeded and this is its only call: `func` is initialised
+        // and this thread's, by the type invariants.
+        let func = unsafe { (*self.func.get()).assume_init_read() };
+        let ret = func();
+        // SAFETY: only this thread writes the result, once, before the decrement below and
+        // before completing `done`.
+        unsafe { (*self.result.get()).write(ret) };
+        // INVARIANT: the result is stored; if the handle let go of it already, this is the last
+        // holder and drops it, before `done`, so that whatever its drop does (spawn into the
+        // scope, join another handle) happens while the scope's join still waits.
+        if self.result_refs.fetch_sub(1, Full) == 1 {
+            // SAFETY: the result was written above, and its handle will not read it: it let go.
+            unsafe { (*self.result.get()).assume_init_drop() };
         }
         self.done.complete_all();
     }
@@ -177,11 +256,19 @@ impl<F: FnOnce() -> T + Send, T: Send> ScopedWork for ScopedItem<F, T> {
 impl<F: FnOnce() -> T + Send, T: Send> ScopedResult<T> for ScopedItem<F, T> {
     unsafe fn take_result(&self) -> T {
         // SAFETY: the item is done, by the safety requirements: whoever called the closure wrote
-        // the result before completing `done`, and nobody else reads it.
-        let ret = unsafe { (*self.result.get()).take() };
-        // SAFETY: `run_claimed()` stores the result before it completes `done`, and this is the
-        // only take: it is there.
-        unsafe { ret.unwrap_unchecked() }
+        // the result before completing `done`; the handle still holds it, so nobody dropped it,
+        // and this is the handle's only read.
+        unsafe { (*self.result.get()).assume_init_read() }
+    }
+
+    unsafe fn release_result(&self) {
+        // INVARIANT: the handle lets go; if the result is stored already, it is the last holder
+        // and drops it. Fully ordered: the write of the result comes before this decrement.
+        if self.result_refs.fetch_sub(1, Full) == 1 {
+            // SAFETY: the closure's thread stored the result and let go of it; the handle, the
+            // only reader, is going.
+            unsafe { (*self.result.get()).assume_init_drop() };
+        }
     }
 }
 

@@ -20,7 +20,8 @@ use crate::{
         scope,
         OwnedQueue,
         QueueFlag,
-        Scope, //
+        Scope,
+        ScopedJoinHandle, //
     },
 };
 
@@ -195,6 +196,53 @@ mod cases {
         })?;
         assert_eq!(got, 42);
         assert_eq!(dropped.load(Relaxed), 4);
+        Ok(())
+    }
+
+    /// Results nobody joins are dropped while the scope still waits, never when it frees its
+    /// items: one holds the handle of an earlier item and joins it when dropped, another spawns
+    /// into the scope when dropped.
+    #[test]
+    fn unjoined_results_may_join_and_spawn() -> Result {
+        struct JoinOnDrop<'s>(Option<ScopedJoinHandle<'s, u32>>, &'s Atomic<u32>);
+        impl Drop for JoinOnDrop<'_> {
+            fn drop(&mut self) {
+                if let Some(h) = self.0.take() {
+                    self.1.store(h.join(), Relaxed);
+                }
+            }
+        }
+        struct SpawnOnDrop<'s, 'e>(&'s Scope<'s, 'e>, &'s Atomic<usize>);
+        impl Drop for SpawnOnDrop<'_, '_> {
+            fn drop(&mut self) {
+                let ran = self.1;
+                if self
+                    .0
+                    .try_spawn(workqueue::system_dfl(), GFP_KERNEL, move || {
+                        ran.add(1, Relaxed);
+                    })
+                    .is_err()
+                {
+                    ran.add(1, Relaxed);
+                }
+            }
+        }
+        let (joined, ran) = (Atomic::new(0u32), Atomic::new(0usize));
+        scope!("scope_test_result_drop", |s| -> Result {
+            let first = s.try_spawn(workqueue::system_dfl(), GFP_KERNEL, || 7u32)?;
+            let j = &joined;
+            // Neither handle is joined: the results are dropped by whoever comes last.
+            s.try_spawn(workqueue::system_dfl(), GFP_KERNEL, move || {
+                JoinOnDrop(Some(first), j)
+            })?;
+            let r = &ran;
+            s.try_spawn(workqueue::system_dfl(), GFP_KERNEL, move || {
+                SpawnOnDrop(s, r)
+            })?;
+            Ok(())
+        })?;
+        assert_eq!(joined.load(Relaxed), 7);
+        assert_eq!(ran.load(Relaxed), 1);
         Ok(())
     }
 
