@@ -387,7 +387,22 @@ class HotplugLine(unittest.TestCase):
         m = guest.FREEHOTPLUG_RE.search(
             "x\nFREEHOTPLUG cycles=12 zaps=3 zap_threads=9 live=4 "
             "live_threads=10\ny\n")
-        self.assertEqual(m.groups(), ("12", "3", "9", "4", "10"))
+        self.assertEqual(m.groups(), ("12", "3", "9", "4", "10", None))
+
+    def test_zap_busy(self):
+        # The zaps the gate refused as busy meanwhile (stop 52).
+        m = guest.FREEHOTPLUG_RE.search(
+            "FREEHOTPLUG cycles=12 zaps=0 zap_threads=0 live=0 "
+            "live_threads=0 zap_busy=5\n")
+        self.assertEqual(m.group(6), "5")
+
+    def test_after_line(self):
+        # The live munmap() after the CPUs came back: its try and count.
+        m = guest.FREEHOTPLUG_AFTER_RE.search(
+            "x\nFREEHOTPLUG-AFTER tries=2 parallel=1\ny\n")
+        self.assertEqual(m.groups(), ("2", "1"))
+        self.assertIsNone(guest.FREEHOTPLUG_AFTER_RE.search(
+            "FREEHOTPLUG-AFTER tries=5\n"))
 
     def test_old_line_is_not_read(self):
         # A log from before the live ranges: no silent zero.
