@@ -113,4 +113,15 @@ impl LockdepMap {
         // are empty without `CONFIG_LOCKDEP`.
         unsafe { bindings::lock_map_acquire_release(self.map.get(), ip) };
     }
+
+    /// As [`LockdepMap::acquire_release`], with bottom halves disabled around it, for a class
+    /// that may also be acquired in softirq context (the work items of a `WQ_BH` queue run
+    /// there), as `touch_work_lockdep_map()` does for such a queue: acquiring it in process
+    /// context with bottom halves enabled would be an inconsistent use to lockdep.
+    #[inline]
+    pub fn acquire_release_bh(&self, ip: usize) {
+        // SAFETY: as in `acquire_release`; the helper also calls `local_bh_disable()` and
+        // `local_bh_enable()`, which nest and need nothing from the caller.
+        unsafe { bindings::lock_map_acquire_release_bh(self.map.get(), ip) };
+    }
 }

@@ -28,9 +28,11 @@
 //! is named after the call site unless [`scope!`] is given a name, and the join is recorded at
 //! the caller's instance of [`scope_with_key`], whose symbol names the caller.
 //!
-//! [`ScopedJoinHandle::join`] is not annotated: an item joining the handle of an item it spawned
-//! into its own scope is what handles are for, and lockdep would take that for recursive locking
-//! of the class. The scope's join at the end covers the locks held around the whole scope.
+//! [`ScopedJoinHandle::join`] acquires the class too, but not inside a work item: an item joining
+//! the handle of an item it spawned into its own scope is what handles are for, and lockdep would
+//! take that for recursive locking of the class. Both acquire it with bottom halves disabled, as
+//! `touch_work_lockdep_map()` does for a `WQ_BH` queue, whose items run, and take the class, in
+//! softirq context.
 //!
 //! A limitation: a scope opened inside an item of a scope of the same call site (recursion, as a
 //! divide-and-conquer function would do without spawning into its own scope) is reported as
@@ -74,9 +76,9 @@ use crate::{
     str::CStr,
     sync::{
         lockdep::LockdepMap,
-        new_spinlock,
+        new_spinlock_irq,
         LockClassKey,
-        SpinLock, //
+        SpinLockIrq, //
     },
 };
 use core::{
@@ -181,8 +183,9 @@ macro_rules! __workqueue_scope {
 /// other items, has been called exactly once and has returned: on a worker, on a thread that
 /// joined its [`ScopedJoinHandle`] before a worker started it, or on the calling thread in the
 /// join if the item had not started ([`Scope::cancel_unstarted`], or the join itself when the
-/// thread may not wait, see [`Scope::may_wait`]). The items' memory and the results nobody joined
-/// are freed, and no workqueue holds a pointer to them. Closures must therefore not wait for one
+/// thread may not wait, see [`Scope::may_wait`]). The results nobody joined were dropped (or
+/// leaked with a leaked handle), the items' memory is freed, and no workqueue holds a pointer to
+/// them. Closures must therefore not wait for one
 /// another except through a [`ScopedJoinHandle`]: two of them may run one after the other on the
 /// calling thread.
 ///
@@ -224,7 +227,8 @@ where
     let ip = this as usize;
     // A local of its own, not a field: the scope is borrowed for `'scope`, its own lifetime
     // parameter, which a value whose drop may use it (the pinned slot of a lock) cannot be.
-    pin_init::stack_pin_init!(let items = new_spinlock!(KVec::new(), "workqueue::Scope::items"));
+    pin_init::stack_pin_init!(let items =
+        new_spinlock_irq!(KVec::new(), "workqueue::Scope::items"));
     // INVARIANT: there is no item yet.
     let scope = Scope {
         items: &items,
@@ -244,7 +248,7 @@ where
     crate::task::might_sleep();
     // As `flush_work()` does, but whether or not an item is still running, and even if no item
     // could be spawned: the caller's held locks now come before the class the items run under.
-    map.acquire_release(ip);
+    map.acquire_release_bh(ip);
     scope.join();
     // SAFETY: lent above; every item has returned.
     unsafe { task.end_stack_loan() };
@@ -273,8 +277,9 @@ where
 pub struct Scope<'scope, 'env: 'scope> {
     /// Taken only to add, find or take out entries: nothing allocates, frees or runs a closure
     /// under it, so spawning works where sleeping does not, and its class, shared by every
-    /// scope, has no dependency on reclaim.
-    items: &'scope SpinLock<KVec<Entry>>,
+    /// scope, has no dependency on reclaim. With interrupts off: an item of a `WQ_BH` queue (or
+    /// the drop of its result) may spawn from softirq context.
+    items: &'scope SpinLockIrq<KVec<Entry>>,
     name: &'static CStr,
     key: Pin<&'static LockClassKey>,
     map: &'static LockdepMap,
@@ -403,7 +408,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     {
         let item = KBox::pin_init(ScopedItem::new(self.name, self.key, f), flags)
             .map_err(|_| AllocError)?;
-        // INVARIANT: the item is owned by the scope from the push below, which frees it only
+        // INVARIANT: the item is owned by the scope from `record()` below, which frees it only
         // after its function, if a worker started it, returned.
         let item_ref = ScopedItemRef(NonNull::from(&*item));
         let result = NonNull::from(&*item as &(dyn ScopedResult<T> + 'scope));
@@ -547,7 +552,8 @@ impl<'scope, 'env> Scope<'scope, 'env> {
             if items.capacity() < want {
                 core::mem::swap(&mut *items, &mut spare);
                 for e in spare.drain_all() {
-                    // `want` is at least twice the old capacity: this cannot fail.
+                    // The entries number at most the old capacity, below `want`, the new one:
+                    // this cannot fail.
                     let _ = items.push_within_capacity(e);
                 }
             }
@@ -613,7 +619,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
             start = end;
         }
         // INVARIANT: every item's closure has been called and has returned, its result was
-        // taken or dropped, and no worker runs the function of any: nothing refers to the items
+        // taken, dropped or leaked, and no worker runs the function of any: nothing refers to the items
         // any more, and freeing them (outside the lock) runs none of the users' code.
         let items = core::mem::take(&mut *self.items.lock());
         drop(items);
@@ -664,7 +670,7 @@ impl<T> ScopedJoinHandle<'_, T> {
         crate::task::might_sleep();
         if !super::in_work_item() {
             let this: fn(Self) -> T = Self::join;
-            self.map.acquire_release(this as usize);
+            self.map.acquire_release_bh(this as usize);
         }
         // The result is taken below, not let go of by the drop.
         let this = ManuallyDrop::new(self);

@@ -37,7 +37,7 @@ use core::{
 /// `std::thread::scope` stores its closures: the scope frees every item at the end of its join,
 /// before `'scope` ends, and a `'scope` in the type would make the scope's own drop outlive
 /// `'scope`. Freeing an item runs no code of the scope's users: its closure was called, and its
-/// result was taken or dropped, before (see [`ScopedItem`]).
+/// result was taken, dropped or leaked with its handle, before (see [`ScopedItem`]).
 ///
 /// # Invariants
 ///

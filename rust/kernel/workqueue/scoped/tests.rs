@@ -179,8 +179,8 @@ mod cases {
         Ok(())
     }
 
-    /// A handle moved into another item is joined there; results nobody joins are dropped by
-    /// the scope's join.
+    /// A handle moved into another item is joined there; results nobody joins are dropped once
+    /// both the item and its handle are done with them, before the scope returns.
     #[test]
     fn handles_move_and_unjoined_results_drop() -> Result {
         let dropped = Atomic::new(0usize);
@@ -189,7 +189,7 @@ mod cases {
             let b = s.try_spawn(workqueue::system_dfl(), GFP_KERNEL, move || a.join() + 1)?;
             for _ in 0..4 {
                 let d = &dropped;
-                // The handle is dropped at once; the result, a token, with the items.
+                // The handle is dropped at once; the result, a token, after the closure.
                 s.try_spawn(workqueue::system_dfl(), GFP_KERNEL, move || Token(d))?;
             }
             Ok(b.join())
@@ -242,6 +242,33 @@ mod cases {
             Ok(())
         })?;
         assert_eq!(joined.load(Relaxed), 7);
+        assert_eq!(ran.load(Relaxed), 1);
+        Ok(())
+    }
+
+    /// Items of a BH queue run in softirq context: one spawns into its scope from there
+    /// (`GFP_ATOMIC`), and the joins' lockdep annotations agree with the class being taken in
+    /// softirq (the kunit stage fails on the "inconsistent lock state" report they gave before
+    /// they disabled bottom halves).
+    #[test]
+    fn bh_items_spawn_and_join() -> Result {
+        let ran = Atomic::new(0usize);
+        let got = scope!("scope_test_bh", |s| -> Result<u32> {
+            let r = &ran;
+            let h = s.try_spawn(workqueue::system_bh(), GFP_ATOMIC, move || {
+                let res = s.try_spawn(workqueue::system_bh(), GFP_ATOMIC, move || {
+                    r.add(1, Relaxed);
+                });
+                if res.is_err() {
+                    r.add(1, Relaxed);
+                }
+                5u32
+            })?;
+            // Long enough for the BH item to run first, usually.
+            fsleep(Delta::from_millis(10));
+            Ok(h.join())
+        })?;
+        assert_eq!(got, 5);
         assert_eq!(ran.load(Relaxed), 1);
         Ok(())
     }
