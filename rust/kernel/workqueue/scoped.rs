@@ -619,8 +619,8 @@ impl<'scope, 'env> Scope<'scope, 'env> {
             start = end;
         }
         // INVARIANT: every item's closure has been called and has returned, its result was
-        // taken, dropped or leaked, and no worker runs the function of any: nothing refers to the items
-        // any more, and freeing them (outside the lock) runs none of the users' code.
+        // taken, dropped or leaked, and no worker runs the function of any: nothing refers to the
+        // items any more, and freeing them (outside the lock) runs none of the users' code.
         let items = core::mem::take(&mut *self.items.lock());
         drop(items);
     }
