@@ -361,9 +361,10 @@ stage oops-park oops_park; count $?
 
 # The guest suites in CI's 'make check': hugetlbtest boots the Rust engine on
 # every scenario and padata on the first three (hugetlbtest --quick),
-# freetest runs 19 of its 33 free cases, 41 of its 46 zap cases (exit, munmap(), MADV_DONTNEED) and half
-# the hotplug time (freetest --quick, see tests/guest/free.sh); 'make
-# check-full' runs them whole.
+# freetest runs 19 of its 33 free cases, 41 of its 46 zap cases (exit,
+# munmap(), MADV_DONTNEED) and the mm selftests in one guest, without the
+# hotplug and isolcpus guests (freetest --quick, see tests/guest/free.sh);
+# 'make check-full' runs them whole.
 quick=--quick
 [ "$CHECK_FULL" = 1 ] && quick=
 guest_suite() {	# guest_suite NAME: run 'guest.py NAME' (both engines where it boots each)

@@ -1638,58 +1638,66 @@ def cmd_freetest(args):
                        free_tolerance_kb(args))
     cases = {k: v for k, v in FREE_CASES.items()
              if not args.quick or k not in FREE_FULL_ONLY}
-    # CPU hotplug during teardowns: a guest of 4 nodes x 2 vCPUs of its own.
-    hargs = copy.copy(args)
-    hargs.nodes, hargs.cpus, hargs.mem_gib = 4, 8, 8
-    hot = args.hotplug_seconds // (2 if args.quick else 1)
-    r, log = boot(hargs, "rust",
-                  f"mttest.free=hotplug mttest.hotplug_seconds={hot}")
-    path = save_log(args, "freetest-hotplug.log", log)
-    m = FREEHOTPLUG_RE.search(log)
-    check(r["ok"] and m is not None and int(m.group(1)) > 0,
-          f"hotplug: 4 nodes x 2 vCPUs, CPUs 1-7 offlined and onlined "
-          f"{m.group(1) if m else 'no'} times during teardowns, "
-          f"{m.group(2) if m else 'no'} exits zapped in parallel "
-          f"({r['wall']:.1f} s; log {path})")
-    check(not r["bad"], "hotplug: no BUG/WARNING/lockdep in the log"
-          + (f": {r['bad'][0]}" if r["bad"] else ""))
-    # Once the CPUs are back and the workloads done, the gate must let a
-    # live munmap() go parallel again (free.sh's FREEHOTPLUG-AFTER).
-    ma = FREEHOTPLUG_AFTER_RE.search(log)
-    check(ma is not None and int(ma.group(2)) >= 1,
-          "hotplug: after the CPUs came back, a live munmap() was zapped in "
-          "parallel again" + (f" (try {ma.group(1)} of 5)" if ma and
-                              int(ma.group(2)) >= 1 else
-                              f" ({ma.group(0) if ma else 'no FREEHOTPLUG-AFTER line'})"))
-    # The live ranges' zaps during hotplug: counted, not required (8 vCPUs
-    # on the host's cores leave an idle one only now and then); make
-    # stress requires one.
-    live, lthreads = (int(m.group(4)), int(m.group(5))) if m else (0, 0)
-    check(lthreads >= 2 * live, f"hotplug: {live} munmap()s and "
-          f"MADV_DONTNEEDs zapped in parallel with {lthreads} threads")
-    hot_cases = FREECASE_RE.findall(log)
-    held_checks(check, log, "hotplug: ")
-    got.update({m[0]: tuple(map(int, m[1:])) for m in hot_cases})
-    free_memory_checks(check, "", hot_cases,
-                       free_tolerance_kb(hargs))
-    # A parallel path ran (the free, the exit zap or the live zap), or the
-    # gate refused as busy: with all but CPU 0 down for part of the run,
-    # and 8 vCPUs on the host's 2 cores, a gate that finds no idle CPU is
-    # right (CI of stop 51: the free refused twice, nothing parallel; a
-    # run of stop 52: the free neither, as the zaps took every teardown).
-    # What must not happen is nothing at all.  make stress's longer
-    # hotplug part requires each path to run in parallel.
-    hz = (int(m.group(2)) + int(m.group(4)), int(m.group(6) or 0)) if m \
-        else (0, 0)
-    cases["hotplug"] = (
-        f"during hotplug: a parallel path ran or was refused as busy "
-        f"(zaps {hz[0]}, zaps refused as busy {hz[1]})",
-        lambda pf, pft, pff, png, pnm, pnb: pf + hz[0] >= 1
-        or pnb + hz[1] >= 1)
-    # isolcpus: CPU 1 of two isolated (ISOLCPUS_CASE).
-    _, iso_cases = free_guest(check, args, isolcpus_args(args), "isolcpus")
-    got.update({m[0]: tuple(map(int, m[1:])) for m in iso_cases})
-    cases["isolcpus"] = ISOLCPUS_CASE
+    # The hotplug and isolcpus guests are check-full's (and make stress
+    # runs a longer hotplug part): with them make check took about 66
+    # minutes in a clean clone of stop 52 (freetest 1902 s, beside a nice
+    # 19 build), past its hour; they took 95 and 61 s of it.
+    if args.quick:
+        print("# freetest --quick: no hotplug or isolcpus guest "
+              "(make check-full, make stress)")
+    else:
+        # CPU hotplug during teardowns: a guest of 4 nodes x 2 vCPUs of its own.
+        hargs = copy.copy(args)
+        hargs.nodes, hargs.cpus, hargs.mem_gib = 4, 8, 8
+        hot = args.hotplug_seconds // (2 if args.quick else 1)
+        r, log = boot(hargs, "rust",
+                      f"mttest.free=hotplug mttest.hotplug_seconds={hot}")
+        path = save_log(args, "freetest-hotplug.log", log)
+        m = FREEHOTPLUG_RE.search(log)
+        check(r["ok"] and m is not None and int(m.group(1)) > 0,
+              f"hotplug: 4 nodes x 2 vCPUs, CPUs 1-7 offlined and onlined "
+              f"{m.group(1) if m else 'no'} times during teardowns, "
+              f"{m.group(2) if m else 'no'} exits zapped in parallel "
+              f"({r['wall']:.1f} s; log {path})")
+        check(not r["bad"], "hotplug: no BUG/WARNING/lockdep in the log"
+              + (f": {r['bad'][0]}" if r["bad"] else ""))
+        # Once the CPUs are back and the workloads done, the gate must let a
+        # live munmap() go parallel again (free.sh's FREEHOTPLUG-AFTER).
+        ma = FREEHOTPLUG_AFTER_RE.search(log)
+        check(ma is not None and int(ma.group(2)) >= 1,
+              "hotplug: after the CPUs came back, a live munmap() was zapped in "
+              "parallel again" + (f" (try {ma.group(1)} of 5)" if ma and
+                                  int(ma.group(2)) >= 1 else
+                                  f" ({ma.group(0) if ma else 'no FREEHOTPLUG-AFTER line'})"))
+        # The live ranges' zaps during hotplug: counted, not required (8 vCPUs
+        # on the host's cores leave an idle one only now and then); make
+        # stress requires one.
+        live, lthreads = (int(m.group(4)), int(m.group(5))) if m else (0, 0)
+        check(lthreads >= 2 * live, f"hotplug: {live} munmap()s and "
+              f"MADV_DONTNEEDs zapped in parallel with {lthreads} threads")
+        hot_cases = FREECASE_RE.findall(log)
+        held_checks(check, log, "hotplug: ")
+        got.update({m[0]: tuple(map(int, m[1:])) for m in hot_cases})
+        free_memory_checks(check, "", hot_cases,
+                           free_tolerance_kb(hargs))
+        # A parallel path ran (the free, the exit zap or the live zap), or the
+        # gate refused as busy: with all but CPU 0 down for part of the run,
+        # and 8 vCPUs on the host's 2 cores, a gate that finds no idle CPU is
+        # right (CI of stop 51: the free refused twice, nothing parallel; a
+        # run of stop 52: the free neither, as the zaps took every teardown).
+        # What must not happen is nothing at all.  make stress's longer
+        # hotplug part requires each path to run in parallel.
+        hz = (int(m.group(2)) + int(m.group(4)), int(m.group(6) or 0)) if m \
+            else (0, 0)
+        cases["hotplug"] = (
+            f"during hotplug: a parallel path ran or was refused as busy "
+            f"(zaps {hz[0]}, zaps refused as busy {hz[1]})",
+            lambda pf, pft, pff, png, pnm, pnb: pf + hz[0] >= 1
+            or pnb + hz[1] >= 1)
+        # isolcpus: CPU 1 of two isolated (ISOLCPUS_CASE).
+        _, iso_cases = free_guest(check, args, isolcpus_args(args), "isolcpus")
+        got.update({m[0]: tuple(map(int, m[1:])) for m in iso_cases})
+        cases["isolcpus"] = ISOLCPUS_CASE
     case_checks(check, got, cases, FREE_COUNTERS)
     return check.finish("freetest")
 
