@@ -51,18 +51,19 @@
  *   cover, without gap or overlap, the span from the first VMA helpers may
  *   zap to the end of the last, so that nothing in it depends on where the
  *   boundaries fall.  Where they fall follows the work: the plan walks the
- *   upper levels of the page tables of those VMAs (PGD to PMD, not the
- *   PTEs), counts the populated PMD entries (page tables and PMD leaves),
- *   and starts a new segment every @target of them, @target being the
- *   smallest chunk's entries or the entries over ZAP_SEGS_MAX, whichever
- *   is more.  So a sparse address space (a JVM or Go heap reservation, an
- *   ASan shadow, 64 GiB reserved and 1 GiB touched in one corner) is cut
- *   where its pages are, and every chunk carries a comparable share.  An
- *   entry is a page table of up to PTRS_PER_PTE entries or one PMD leaf,
- *   weighed alike.  The walk reads every entry of each PMD table present,
- *   twice (one pass counts, one cuts): a 512th of the zap's reads when the
- *   page tables are full, about as many as the zap's when each holds a
- *   page or two.  The helpers find their VMAs in the maple tree (mt_find(),
+ *   upper levels of the page tables of those VMAs (PGD to PMD), estimates
+ *   the pages under each populated PMD entry (zap_plan_pages(): a PMD
+ *   leaf's PMD_SIZE worth, a page table's from ZAP_PLAN_SAMPLES of its
+ *   entries), and starts a new segment every @target of those pages,
+ *   @target being the smallest chunk's pages or the pages over
+ *   ZAP_SEGS_MAX, whichever is more.  So a sparse address space (a JVM or
+ *   Go heap reservation, an ASan shadow, 64 GiB reserved and 1 GiB touched
+ *   in one corner) is cut where its pages are, every chunk carries a
+ *   comparable share, and a range of page tables that each map a page or
+ *   two is not worth a job (a munmap(): the threshold is on these pages).
+ *   The walk reads every entry of each PMD table present and 8 cache lines
+ *   of each page table, twice (one pass counts, one cuts): an eighth of
+ *   the zap's reads of a page table, full or not.  The helpers find their VMAs in the maple tree (mt_find(),
  *   under RCU; the VMAs themselves stay because the caller holds
  *   mmap_read_lock() until every helper is done).
  *
@@ -146,7 +147,9 @@
 #include <linux/dax.h>
 #include <linux/delay.h>
 #include <linux/fs.h>
+#include <linux/hash.h>
 #include <linux/jump_label.h>
+#include <linux/log2.h>
 #include <linux/mempolicy.h>
 #include <linux/mm.h>
 #include <linux/mmu_notifier.h>
@@ -174,16 +177,22 @@
 /* vm.parallel_zap_threshold: the default of vm.parallel_free_threshold. */
 #define ZAP_PARALLEL_DEFAULT_PAGES	(SZ_1G >> PAGE_SHIFT)
 /*
- * The smallest chunk at the default threshold, in populated PMD entries: 32
- * MiB of page tables' reach (16 entries of 2 MiB on x86-64 with 4 KiB
- * pages; one entry where PMD_SIZE is 32 MiB or more, such as arm64's 512
- * MiB with 64 KiB pages), so that a chunk's gather, TLB flush and lookups
- * cost little next to its zap of up to 8192 PTEs.  A threshold lowered
- * below twice that shrinks it (zap_parallel_min_chunk()), trading that
- * cost for parallel zaps of smaller mms.  Not a constant everywhere: on
- * powerpc PMD_SIZE is known at boot.
+ * The smallest chunk at the default threshold, in pages the plan estimates:
+ * 32 MiB worth (8192 pages of 4 KiB, 16 full page tables on x86-64), or one
+ * PMD entry's where PMD_SIZE is more (arm64's 512 MiB with 64 KiB pages),
+ * so that a chunk's gather, TLB flush and lookups cost little next to its
+ * zap of 8192 pages.  A threshold lowered below twice that shrinks it
+ * (zap_parallel_min_chunk()), trading that cost for parallel zaps of
+ * smaller mms.  Not a constant everywhere: on powerpc PMD_SIZE is known at
+ * boot.
  */
-#define ZAP_PARALLEL_MIN_CHUNK		max_t(unsigned long, SZ_32M / PMD_SIZE, 1)
+#define ZAP_PARALLEL_MIN_CHUNK		(max_t(unsigned long, SZ_32M, PMD_SIZE) >> \
+					 PAGE_SHIFT)
+/*
+ * Entries of a page table the plan reads (zap_plan_pages()): 8, one in 64
+ * with 4 KiB pages, each in a cache line of its own.
+ */
+#define ZAP_PLAN_SAMPLES		8
 /* vm.parallel_zap_max_helpers: two per node with memory, as the free. */
 #define ZAP_PARALLEL_HELPERS_PER_NODE	2
 /*
@@ -202,16 +211,14 @@ static int sysctl_parallel_zap_max_helpers = ZAP_PARALLEL_HELPERS_PER_NODE;
 static DEFINE_MUTEX(zap_parallel_lock);
 
 /*
- * The smallest chunk for @threshold, in populated PMD entries:
- * ZAP_PARALLEL_MIN_CHUNK, or the entries of half the threshold's pages
- * where that is less, down to one, so that an mm just above a threshold
- * lowered below 64 MiB (as the tests lower it) still has two chunks.
+ * The smallest chunk for @threshold, in estimated pages:
+ * ZAP_PARALLEL_MIN_CHUNK, or half the threshold where that is less, so that
+ * an mm just above a threshold lowered below 64 MiB (as the tests lower it)
+ * still has two chunks.
  */
 static unsigned long zap_parallel_min_chunk(unsigned long threshold)
 {
-	unsigned long entries = threshold / 2 / (PMD_SIZE >> PAGE_SHIFT);
-
-	return clamp(entries, 1UL, ZAP_PARALLEL_MIN_CHUNK);
+	return clamp(threshold / 2, 1UL, ZAP_PARALLEL_MIN_CHUNK);
 }
 
 /*
@@ -252,8 +259,10 @@ static atomic_t zap_parallel_helpers = ATOMIC_INIT(0);
  * @nr_segs: the job's size, <= @segs_max
  * @end: the end of the last segment, PMD_SIZE aligned
  * @seen: the end of the last block counted, while planning
- * @target: populated PMD entries a segment has before the next starts
+ * @target: estimated pages a segment has before the next starts
+ * @cut: while cutting, the pages counted when the next segment may start
  * @entries: populated PMD entries under the VMAs helpers may zap
+ * @pages: the pages the plan estimates under them (zap_plan_pages())
  * @nr_vmas: those VMAs
  * @helper_ns: the helpers' CPU time in chunks
  * @caller_ns: the caller's CPU time in chunks, which only the caller writes
@@ -285,7 +294,9 @@ struct zap_job {
 	unsigned long end;
 	unsigned long seen;
 	unsigned long target;
+	unsigned long cut;
 	unsigned long entries;
+	unsigned long pages;
 	unsigned int nr_vmas;
 	atomic64_t helper_ns;
 	u64 caller_ns;
@@ -490,28 +501,68 @@ static int zap_parallel_reserve(int cap)
 }
 
 /*
- * One populated PMD entry at @addr, PMD_SIZE aligned, in address order.
- * Without a segment table (the counting pass) it is only counted; with one,
- * every @target entries start a segment.  The entry of a block seen before
- * (two VMAs in one block) is not counted again.
+ * The pages the zap will find under a populated PMD entry @pmdval at @addr
+ * (PMD_SIZE aligned), as far as the plan can tell without a lock: a leaf's,
+ * or a swap or migration entry's, PMD_SIZE worth; a page table's estimated
+ * from ZAP_PLAN_SAMPLES of its entries, one every PTRS_PER_PTE /
+ * ZAP_PLAN_SAMPLES from an offset that depends on @addr, each in use
+ * standing for that many (so that a pattern that repeats each block, such
+ * as a page at the start of every 2 MiB, is not always or never seen).  A
+ * range whose tables map a page or two each estimates near what it holds,
+ * and is neither cut as if full nor taken as worth a job; the count is
+ * deterministic, so both passes of the plan agree.  The table is read as
+ * GUP-fast and the rmap walkers read it: pte_offset_map() under RCU, which
+ * keeps a table that khugepaged or PT reclaim frees meanwhile; a table
+ * gone counts for nothing, a count that is off moves a boundary.
  */
-static void zap_plan_entry(struct zap_job *zj, unsigned long addr)
+static unsigned long zap_plan_pages(struct zap_job *zj, pmd_t *pmd,
+				    pmd_t pmdval, unsigned long addr)
+{
+	unsigned long step = PTRS_PER_PTE / ZAP_PLAN_SAMPLES;
+	unsigned long i, used = 0;
+	pte_t *pte;
+
+	if (!pmd_present(pmdval) || pmd_leaf(pmdval))
+		return PMD_SIZE >> PAGE_SHIFT;
+	pte = pte_offset_map(pmd, addr);
+	if (!pte)
+		return 0;
+	for (i = hash_long(addr >> PMD_SHIFT, ilog2(step)); i < PTRS_PER_PTE;
+	     i += step) {
+		if (!pte_none(ptep_get_lockless(pte + i)))
+			used++;
+	}
+	pte_unmap(pte);
+	return used * step;
+}
+
+/*
+ * One populated PMD entry at @addr, PMD_SIZE aligned, in address order,
+ * with its @pages.  Without a segment table (the counting pass) it is only
+ * counted; with one, it starts a segment once the pages before it reach
+ * the next @target.  The entry of a block seen before (two VMAs in one
+ * block) is not counted again.
+ */
+static void zap_plan_entry(struct zap_job *zj, unsigned long addr,
+			   unsigned long pages)
 {
 	if (addr < zj->seen)
 		return;
 	zj->seen = addr + PMD_SIZE;
-	if (zj->seg && zj->entries && zj->entries % zj->target == 0 &&
-	    zj->nr_segs < zj->segs_max) {
+	if (zj->seg && zj->pages >= zj->cut && zj->nr_segs < zj->segs_max) {
 		if (zj->side)
 			zj->seg_vma[zj->nr_segs] = zj->cur_vma;
 		zj->seg[zj->nr_segs++] = addr;
+		zj->cut = zj->pages + zj->target;
 	}
 	zj->entries++;
+	zj->pages += pages;
 }
 
 /*
- * Counts the populated PMD entries under @vma, reading the upper levels of
- * its page tables only.  The reads take no lock: tables above the PTE level
+ * Counts the populated PMD entries under @vma and their pages, reading the
+ * upper levels of its page tables and samples of its last (zap_plan_pages()).
+ * The upper levels' reads take no lock: tables above the PTE level
  * stay while a VMA spans them (free_pgd_range() frees none a live VMA
  * spans; the caller keeps @vma, by mmap_lock or, for madvise(), its VMA
  * lock), and a count that is off would move a segment boundary, not change
@@ -545,8 +596,12 @@ static void zap_plan_vma(struct zap_job *zj, struct vm_area_struct *vma)
 			continue;
 		pmd = pmd_offset(pud, addr);
 		for (; addr < next; addr += PMD_SIZE, pmd++) {
-			if (!pmd_none(pmdp_get_lockless(pmd)))
-				zap_plan_entry(zj, addr);
+			pmd_t pmdval = pmdp_get_lockless(pmd);
+
+			if (!pmd_none(pmdval))
+				zap_plan_entry(zj, addr,
+					       zap_plan_pages(zj, pmd, pmdval,
+							      addr));
 		}
 	}
 }
@@ -604,6 +659,8 @@ static void zap_plan_pass(struct zap_job *zj, struct vm_area_struct *first)
 
 	zj->nr_segs = 0;
 	zj->entries = 0;
+	zj->pages = 0;
+	zj->cut = zj->target;
 	zj->nr_vmas = 0;
 	zj->seen = 0;
 	zj->end = 0;
@@ -703,7 +760,21 @@ static int zap_parallel_chunk(unsigned long start, unsigned long end,
 #endif
 		unmap_vma_range(&tlb, vma, from, to);
 	}
+	/*
+	 * The chunk may leave the nested upgrade out only while its caller's
+	 * gather is open across the job (top of this file): that one and
+	 * this one pending at least.
+	 */
+	VM_WARN_ON_ONCE(!mm_tlb_flush_nested(zj->mm));
 	tlb_finish_mmu(&tlb);
+	/*
+	 * Folios the chunk munlocked or marked accessed wait in this CPU's
+	 * batches, with a reference each, until it drains them: a helper's
+	 * CPU may not drain for long.  Drained here, Mlocked and the LRU are
+	 * current when the job returns, as after a serial zap, whose caller
+	 * returns with at most its own partial batch.
+	 */
+	lru_add_drain();
 	runtime = task_sched_runtime(current) - runtime;
 	if (helper) {
 		atomic64_add(runtime, &zj->helper_ns);
@@ -770,9 +841,9 @@ static bool zap_parallel_by_node(const struct zap_job *zj,
  * Plans the job over the VMAs helpers may zap from @first on (@zj has its
  * mm, caller, tree or VMA and range set) and fills @job: two passes over the
  * upper levels of the page tables, helpers reserved in between.  Returns
- * false, with nothing held, when the reach of the populated entries is below
- * @min_pages (uncounted), or, counted in vmstat, when they make fewer than
- * two chunks, no helper can be reserved or the table cannot be allocated.
+ * false, with nothing held, counted in vmstat: when the pages it estimates
+ * are fewer than @min_pages or make fewer than two chunks (serial), when no
+ * helper can be reserved (busy) or the table cannot be allocated (nomem).
  */
 static bool zap_parallel_plan(struct zap_job *zj, struct vm_area_struct *first,
 			      unsigned long min_pages, struct mtjob *job,
@@ -781,13 +852,11 @@ static bool zap_parallel_plan(struct zap_job *zj, struct vm_area_struct *first,
 	unsigned long threshold = READ_ONCE(sysctl_parallel_zap_threshold);
 	unsigned long min_chunk, segs;
 
-	/* Count first: segments of equal entries, as many as fit a page. */
+	/* Count first: segments of equal pages, as many as fit a page. */
 	zap_plan_pass(zj, first);
-	if (zj->entries * (PMD_SIZE >> PAGE_SHIFT) < min_pages)
-		return false;
 	min_chunk = zap_parallel_min_chunk(threshold);
-	segs = zj->entries / min_chunk;
-	if (segs < 2) {
+	segs = zj->pages / min_chunk;
+	if (zj->pages < min_pages || segs < 2) {
 		count_vm_event(PARALLEL_ZAP_SERIAL);
 		return false;
 	}
@@ -809,7 +878,7 @@ static bool zap_parallel_plan(struct zap_job *zj, struct vm_area_struct *first,
 	}
 	if (zj->side)
 		zj->seg_vma = zj->seg + zj->segs_max;
-	zj->target = max(min_chunk, DIV_ROUND_UP(zj->entries, zj->segs_max));
+	zj->target = max(min_chunk, DIV_ROUND_UP(zj->pages, zj->segs_max));
 	zap_plan_pass(zj, first);
 	if (zj->nr_segs < 2) {
 		count_vm_event(PARALLEL_ZAP_SERIAL);
@@ -882,6 +951,13 @@ static void zap_parallel_finish(struct zap_job *zj, struct mmu_gather *tlb,
 	zj->job_ns = local_clock() - start_ns;
 	zj->threads = report->nr_threads;
 
+	/*
+	 * After the job, so out of address order: what a serial unmap would
+	 * have zapped before or between the helpers' VMAs.  Nothing can tell:
+	 * every entry of the range is cleared, flushed and freed before
+	 * munmap() or exit_mmap() goes on, under the same mmap_lock, and each
+	 * VMA is zapped whole by one thread as unmap_vmas() would.
+	 */
 	for (vma = unmap ? unmap->first : NULL; vma;
 	     vma = mas_find(unmap->mas, unmap->tree_end - 1)) {
 		if (!zap_parallel_vma_ok(vma))
@@ -1070,9 +1146,11 @@ static int zap_parallel_sysctl(const struct ctl_table *table, int write,
  * returns; and the caller's gather (hugetlb and VM_PFNMAP VMAs after the
  * job, then the page tables), open across the job, keeps the upgrade.
  * rmap walkers flush as said above.  The threshold is first the range's
- * length, then the reach of its populated PMD entries (the plan's count,
- * entries times PMD_SIZE pages), not its RSS, which the mm does not keep
- * per range.  The policy, the accounting and the counters are the exit's
+ * length, then the pages the plan estimates in it (zap_plan_pages()), the
+ * work as the exit's threshold counts it (resident and swapped-out pages),
+ * which the mm does not keep per range: a range that reaches far and
+ * holds little (a page per page table) costs a chunk a wake-up, a gather
+ * and a range flush for a few entries, and stays serial.  The policy, the accounting and the counters are the exit's
  * (vm.parallel_zap_threshold and _max_helpers are shared), but a live
  * task's own mm, not an OOM victim's nor one being reaped, and not where
  * the data cache aliases (tlb_start_vma() would flush the cache of the
@@ -1085,10 +1163,12 @@ static int zap_parallel_sysctl(const struct ctl_table *table, int write,
  *
  * MADV_DONTNEED and MADV_DONTNEED_LOCKED share the walk: their
  * zap_vma_range_batched() is __zap_vma_range() over a range of one live
- * VMA, which __madvise_zap_parallel() cuts and shares out as above (a
- * range of several VMAs that madvise() would zap alike, one job over all
- * of them: __madvise_zap_parallel_vmas()), each
- * chunk calling the same walk with madvise()'s zap_details
+ * VMA, which __madvise_zap_parallel() cuts and shares out as above.  Under
+ * mmap_read_lock() the walk instead leaves each VMA's part, once every
+ * upstream check has passed for it, to its end, which zaps the parts as
+ * one job (__madvise_zap_defer()): madvise()'s policy stays in
+ * madvise_dontneed_free(), and only the time of the zap moves.  Each
+ * chunk calls the same walk with madvise()'s zap_details
  * (zap_vma_range_chunk(); reclaim_pt frees a PTE table that became empty in
  * the chunk's own gather, with freed_tables set: a PTE table is in one
  * chunk only).  The VMA stays in the mm: faults may refill the range behind
@@ -1167,7 +1247,7 @@ bool __munmap_zap_parallel(struct unmap_desc *unmap)
 	u64 start_ns;
 	int ret;
 
-	/* The range's size first, then its populated entries' reach. */
+	/* The range's size first, then the pages the plan finds in it. */
 	if ((unmap->vma_end - unmap->vma_start) >> PAGE_SHIFT < threshold)
 		return false;
 	if (!zap_parallel_gate(zap_live_allowed(mm)))
@@ -1271,59 +1351,81 @@ bool __madvise_zap_parallel(struct mmu_gather *tlb, struct vm_area_struct *vma,
 }
 
 /**
- * __madvise_zap_parallel_vmas - zap a range of several VMAs for madvise()
- * @tlb: madvise()'s gather, which stays open until the call returns
- * @first: the VMA that contains @start, under mmap_read_lock()
- * @start: the first address to zap
- * @end: the end of the range
- * @details: madvise()'s zap_details (MADV_DONTNEED: reclaim_pt)
+ * __madvise_zap_defer - leave a VMA's part of a MADV_DONTNEED to the walk's end
+ * @mz: what the walk has left to zap so far
+ * @tlb: madvise()'s gather, which stays open until after the flush
+ * @vma: the VMA, under mmap_read_lock()
+ * @start: the first address of its part, as madvise_dontneed_free() left it
+ * @end: the end of its part
+ * @details: madvise()'s zap_details, the same for every part of a walk
  * @behavior: MADV_DONTNEED or MADV_DONTNEED_LOCKED, for the tracepoint
  *
- * Called by madvise_dontneed_vmas(), before madvise_walk_vmas() walks the
- * VMAs, with vm.parallel_zap_live set, when VMAs cover [@start, @end)
- * without a gap, helpers may zap each (live_zap_parallel_vma_ok()) and
- * madvise_dontneed_free() would zap each of them in its part of the range
- * as it is (no hugetlb, no userfaultfd, none it refuses).  Zaps the whole
- * range as one job, as
- * __madvise_zap_parallel() zaps one VMA's: one plan over all of them, so
- * that a range of VMAs bound to different nodes has helpers on each node
- * (MTJOB_AFFINITY_BY_INDEX) at once, not one job after the other.
+ * Called by madvise_dontneed_single_vma() in place of its zap, with
+ * vm.parallel_zap_live set, under mmap_read_lock() (a VMA lock would keep
+ * one VMA only): every check of the walk (madvise_vma_behavior(),
+ * madvise_dontneed_free()) has passed for this part, where upstream would
+ * zap it now.  Adds it to @mz if helpers may zap @vma; a part that does
+ * not continue @mz's range ends that range first (zapped now), so a range
+ * never spans a gap or a VMA zapped in the walk.  madvise_zap_flush()
+ * zaps the range, as one job (a range of VMAs bound to different nodes has
+ * helpers on each at once) or VMA by VMA, before mmap_lock may be dropped:
+ * before userfaultfd_remove() and when the walk ends (madvise_finish_tlb(),
+ * for a failed walk too: upstream zapped the parts before the one that
+ * failed).  So madvise() zaps what upstream zaps, with the same result.
  *
- * Return: true if it did, false if it did nothing and the caller is to zap
- * the VMAs serially.
+ * Return: true if the part was left to madvise_zap_flush(), false if the
+ * caller is to zap it now.
  */
-bool __madvise_zap_parallel_vmas(struct mmu_gather *tlb,
-				 struct vm_area_struct *first,
-				 unsigned long start, unsigned long end,
-				 struct zap_details *details, int behavior)
+bool __madvise_zap_defer(struct madvise_zap *mz, struct mmu_gather *tlb,
+			 struct vm_area_struct *vma, unsigned long start,
+			 unsigned long end, const struct zap_details *details,
+			 int behavior)
 {
-	VMA_ITERATOR(vmi, first->vm_mm, start);
-	struct vm_area_struct *vma;
-
 	/* Only mmap_lock keeps the helpers' VMAs: no VMA lock would do. */
-	mmap_assert_locked(first->vm_mm);
-	/*
-	 * The caller checked (live_zap_parallel_vma_ok()): the chunks skip such
-	 * a VMA and nothing would zap it after them.
-	 */
-	for_each_vma_range(vmi, vma, end) {
-		if (WARN_ON_ONCE(!zap_parallel_vma_ok(vma)))
-			return false;
+	mmap_assert_locked(vma->vm_mm);
+	if (!zap_parallel_vma_ok(vma))
+		return false;
+	if (mz->first && start != mz->end)
+		__madvise_zap_flush(mz, tlb);
+	if (!mz->first) {
+		mz->first = vma;
+		mz->start = start;
+		mz->details = *details;
+		mz->behavior = behavior;
 	}
-	return madvise_zap_job(tlb, first, false, start, end, details,
-			       behavior);
+	mz->end = end;
+	return true;
 }
 
-/* Is a range of @nr_pages at least vm.parallel_zap_threshold pages? */
-bool __live_zap_parallel_worth(unsigned long nr_pages)
+/**
+ * __madvise_zap_flush - zap what __madvise_zap_defer() left
+ * @mz: the walk's range, with a first VMA
+ * @tlb: madvise()'s gather
+ *
+ * Under the mmap_read_lock() the parts were left under: zaps [@mz->start,
+ * @mz->end), every VMA of which helpers may zap, with an mtjob when the
+ * task and the range qualify (as a munmap()), else each VMA's part with
+ * zap_vma_range_batched() in address order, as madvise_dontneed_single_vma()
+ * would have; then empties @mz.
+ */
+void __madvise_zap_flush(struct madvise_zap *mz, struct mmu_gather *tlb)
 {
-	return nr_pages >= READ_ONCE(sysctl_parallel_zap_threshold);
-}
+	struct mm_struct *mm = mz->first->vm_mm;
+	VMA_ITERATOR(vmi, mm, mz->start);
+	struct vm_area_struct *vma;
+	unsigned long from;
 
-/* May helpers zap @vma (not hugetlb, PFN or I/O maps, DAX)? */
-bool live_zap_parallel_vma_ok(struct vm_area_struct *vma)
-{
-	return zap_parallel_vma_ok(vma);
+	mmap_assert_locked(mm);
+	if (!madvise_zap_job(tlb, mz->first, false, mz->start, mz->end,
+			     &mz->details, mz->behavior)) {
+		for_each_vma_range(vmi, vma, mz->end) {
+			from = max(vma->vm_start, mz->start);
+			zap_vma_range_batched(tlb, vma, from,
+					      min(vma->vm_end, mz->end) - from,
+					      &mz->details);
+		}
+	}
+	mz->first = NULL;
 }
 
 static int zap_parallel_live_sysctl(const struct ctl_table *table,

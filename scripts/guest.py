@@ -1134,6 +1134,16 @@ ZAP_CASES = {
     # parallel_zap_munmap and _threads (free.sh's zap_munmap_counters).
     "zap-munmap-off": ("vm.parallel_zap_live=0: nothing counted",
                        _zap_none),
+    # 1 GiB with a page in each PMD block, 10 munmap()s beside 8 threads:
+    # the pages the plan estimates are far below the threshold, so each
+    # is counted serial and none zapped in parallel (until 2026-11-29 the
+    # threshold counted the blocks' reach and each went parallel in 32
+    # chunks); sparse_loop_checks() compares the shootdowns.
+    "zap-munmap-sparse-off": ("vm.parallel_zap_live=0: nothing counted",
+                              _zap_none),
+    "zap-munmap-sparse": ("a sparse range: each munmap() counted serial, "
+                          "none parallel",
+                          lambda pz, pzt, pzs, *_: pz == 0 and pzs >= 10),
     "zap-munmap-anon": ("live range, anonymous: zapped by two threads or "
                         "more", _zap_parallel),
     "zap-munmap-thp": ("live range, THP: zapped by two threads or more",
@@ -1170,6 +1180,18 @@ ZAP_CASES = {
     # munmap() of the mapping and its exit.
     "zap-dontneed-split-nice-19": ("MADV_DONTNEED of three VMAs, nice 19: "
                                    "refused", _zap_refused),
+    # Four VMAs, the third refused (sealed, mlocked) or reported to a
+    # userfaultfd: free_test checks upstream's result (MADVMID); the two
+    # VMAs before it, 256 MiB each, are one job (before 2026-11-29 the
+    # walk zapped them one by one: two jobs).
+    "zap-dontneed-mid-sealed": ("sealed third VMA: EPERM, the two before "
+                                "it one job", _zap_one_job),
+    "zap-dontneed-mid-locked": ("mlocked third VMA: EINVAL, the two before "
+                                "it one job", _zap_one_job),
+    "zap-dontneed-mid-uffd": ("userfaultfd third VMA: its REMOVE event "
+                              "after the two before it were zapped as one "
+                              "job", lambda pz, pzt, *_: pz >= 1
+                              and pzt >= 2),
     "zap-dontneed-cow": ("MADV_DONTNEED, COW-shared: zapped by two threads "
                          "or more", _zap_parallel),
     "zap-dontneed-shared": ("MADV_DONTNEED of a memfd: zapped by two "
@@ -1318,6 +1340,54 @@ def traces_by_case(log, line="ZAPCASE"):
     return out
 
 
+SPARSELOOP_RE = re.compile(r"^SPARSELOOP rounds=(\d+) us=(\d+) ipis=(\d+)$")
+FREEMLOCK_RE = re.compile(r"^FREEMLOCK (\S+) before_kb=(-?\d+) "
+                          r"locked_kb=(-?\d+) after_kb=(-?\d+)$", re.M)
+
+
+def lines_by_case(log, pattern, line="ZAPCASE"):
+    """The matches of PATTERN (a compiled regex, as tuples) printed in each
+    case of LOG: between the case line before it and its own."""
+    out, pending = {}, []
+    for text in log.splitlines():
+        m = pattern.match(text)
+        if m:
+            pending.append(m.groups())
+        elif text.startswith(line + " "):
+            out[text.split()[1]] = pending
+            pending = []
+    return out
+
+
+def sparse_loop_checks(check, log):
+    """zap-munmap-sparse against zap-munmap-sparse-off: no more TLB
+    shootdown IPIs (x86; 0 and 0 elsewhere) with the live zap on than off,
+    within a quarter and 64 for the threads' own.  Before 2026-11-29 each
+    of the 10 munmap()s went parallel in ~32 chunks, each flushing its
+    range to every CPU of the mm.  The times are printed, not judged."""
+    got = lines_by_case(log, SPARSELOOP_RE)
+    off, on = got.get("zap-munmap-sparse-off"), got.get("zap-munmap-sparse")
+    ok = bool(off) and bool(on)
+    if ok:
+        ok = int(on[0][2]) <= int(off[0][2]) * 5 // 4 + 64
+    check(ok, "zap-munmap-sparse: no more shootdown IPIs than serially "
+          f"(off rounds/us/ipis {off and off[0]}, on {on and on[0]})")
+
+
+def mlock_drain_checks(check, log):
+    """zap-munmap-mlock and zap-dontneed-locked: Mlocked in /proc/meminfo
+    back to its value before mlock() as the call returns (the helpers'
+    munlock batches drained), and up by the range's size in between."""
+    for what, case in (("munmap", "zap-munmap-mlock"),
+                       ("dontneed", "zap-dontneed-locked")):
+        m = [g for g in FREEMLOCK_RE.findall(log) if g[0] == what]
+        ok = len(m) == 1 and int(m[0][2]) > int(m[0][1]) and \
+            int(m[0][3]) == int(m[0][1])
+        check(ok, f"{case}: Mlocked back to its value before mlock() when "
+              f"the call returned (before, locked, after kB: "
+              f"{m[0][1:] if m else 'no FREEMLOCK line'})")
+
+
 def sparse_share_checks(check, log, pkb=4):
     """zap-sparse-corner and zap-sparse-spread: zapped by the caller and
     its one helper, each with at least SPARSE_MIN_SHARE of their CPU time
@@ -1392,6 +1462,8 @@ def zap_checks(check, log, args):
           f"512 MiB exit with threads, job, helper and caller times "
           f"({len(ev)} events: {ev[:2]})")
     sparse_share_checks(check, log, pkb)
+    sparse_loop_checks(check, log)
+    mlock_drain_checks(check, log)
     m = re.search(r"^ZAPNOMEM failed=(-?\d+)$", log, re.M)
     check(m is not None and m.group(1) == "1",
           "zap-nomem: failslab failed exactly one allocation, the plan's "

@@ -265,6 +265,58 @@ class SparseShares(unittest.TestCase):
         self.assertEqual(self.failed(self.CASE % "zap-sparse-corner"), 2)
 
 
+class SparseLoop(unittest.TestCase):
+    """zap-munmap-sparse: no more shootdown IPIs with the live zap on than
+    off (a quarter and 64 of slack)."""
+
+    CASE = ("ZAPCASE %s rc=0 memfree_before=1 memfree_after=1 pz=0 pzt=0 "
+            "pzs=0 pzr=0 pzb=0 pzn=0 held=0\n")
+
+    def log(self, off, on):
+        return ("SPARSELOOP rounds=10 us=900 ipis=%d\n" % off
+                + self.CASE % "zap-munmap-sparse-off"
+                + "SPARSELOOP rounds=10 us=950 ipis=%d\n" % on
+                + self.CASE % "zap-munmap-sparse")
+
+    def failed(self, log):
+        return Held.run_checks(self, guest.sparse_loop_checks, log)
+
+    def test_as_many_passes(self):
+        self.assertEqual(self.failed(self.log(400, 430)), 0)
+        self.assertEqual(self.failed(self.log(0, 0)), 0)
+
+    def test_a_flush_per_chunk_fails(self):
+        # 10 munmap()s of ~32 chunks, each IPIing 7 CPUs.
+        self.assertEqual(self.failed(self.log(400, 2640)), 1)
+
+    def test_a_missing_case_fails(self):
+        self.assertEqual(self.failed(self.CASE % "zap-munmap-sparse"), 1)
+
+
+class MlockDrain(unittest.TestCase):
+    """Mlocked back to its value before mlock() when munmap() and
+    MADV_DONTNEED_LOCKED return."""
+
+    def line(self, what, before, locked, after):
+        return (f"FREEMLOCK {what} before_kb={before} locked_kb={locked} "
+                f"after_kb={after}\n")
+
+    def failed(self, log):
+        return Held.run_checks(self, guest.mlock_drain_checks, log)
+
+    def test_back_exactly_passes(self):
+        log = (self.line("munmap", 0, 524288, 0)
+               + self.line("dontneed", 12, 524300, 12))
+        self.assertEqual(self.failed(log), 0)
+
+    def test_a_batch_left_fails(self):
+        # 30 pages of 4 KiB still in a helper's munlock batch.
+        log = (self.line("munmap", 0, 524288, 120)
+               + self.line("dontneed", 12, 524300, 12))
+        self.assertEqual(self.failed(log), 1)
+        self.assertEqual(self.failed(self.line("munmap", 0, 0, 0)), 2)
+
+
 class FreeBench(unittest.TestCase):
     """freebench keys runs by teardown, THP and size, pairs each zap run
     with the tracepoint event after it, sums each run's profile over the

@@ -602,7 +602,14 @@ zap_munmap_cases() {
 	m=$(zmib 512)
 	echo $ZAP_LOW > $VM/parallel_zap_threshold
 	run_zap_munmap zap-munmap-off free_test live anon "$m" 0
+	# 1 GiB with a page in each PMD block, unmapped 10 times beside 8
+	# threads: serially here, then with the live zap on, where the pages
+	# the plan estimates (far below ZAP_LOW) leave it serial too; the
+	# harness compares their times and shootdown IPIs (SPARSELOOP).
+	run_zap_munmap zap-munmap-sparse-off free_test sparse-loop \
+		"$(zmib 1024)" 10
 	echo 1 > $VM/parallel_zap_live
+	run_zap_munmap zap-munmap-sparse free_test sparse-loop "$(zmib 1024)" 10
 	run_zap_munmap zap-munmap-anon free_test live anon "$m" 0
 	run_zap_munmap zap-munmap-thp free_test live anon "$m" 1
 	run_zap_munmap zap-munmap-cow free_test live cow "$m" 0
@@ -632,6 +639,12 @@ zap_munmap_cases() {
 	# read back as zero.
 	run_zap_dontneed zap-dontneed-split-nice-19 \
 		free_test nice19 live split "$m" 0 dontneed
+	# A range of four VMAs whose third madvise() refuses (sealed: EPERM;
+	# mlocked: EINVAL) or reports to a userfaultfd (REMOVE): upstream's
+	# result (MADVMID lines), the two VMAs before it zapped as one job.
+	run_zap_dontneed zap-dontneed-mid-sealed free_test madv-mid sealed "$m"
+	run_zap_dontneed zap-dontneed-mid-locked free_test madv-mid locked "$m"
+	run_zap_dontneed zap-dontneed-mid-uffd free_test madv-mid uffd "$m"
 	run_zap_dontneed zap-dontneed-cow free_test live cow "$m" 0 dontneed
 	run_zap_dontneed zap-dontneed-shared \
 		free_test live shared "$m" 0 dontneed

@@ -185,6 +185,9 @@
 #ifndef SYS_process_mrelease
 #define SYS_process_mrelease	448
 #endif
+#ifndef SYS_mseal
+#define SYS_mseal	462
+#endif
 /* The kernel's base page size (4 KiB, or 64 KiB on an arm64 64K kernel). */
 static size_t page_size = 4096;
 #define PAGE		page_size
@@ -518,6 +521,22 @@ static void memfd_check(const char *what, int fd, size_t bytes, uint64_t salt)
 		}
 	}
 	munmap(p, bytes);
+}
+
+/*
+ * Drains every CPU's folio batches, the mlock batches included: an
+ * mbind(MPOL_MF_MOVE), even of one page to the default policy, calls
+ * lru_cache_disable(), which waits for a drain on each CPU that needs one.
+ * So that Mlocked counts what is mlocked, not what the batches hold back.
+ */
+static void drain_all_cpus(void)
+{
+	void *p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED || syscall(SYS_mbind, p, PAGE, 0, NULL, 0, 2))
+		die("mbind(MPOL_MF_MOVE)");
+	munmap(p, PAGE);
 }
 
 static long meminfo_kb(const char *key)
@@ -1708,6 +1727,7 @@ static void do_live(const char *kind, size_t bytes, int thp, int dontneed)
 	int fd = -1, ready[2], go[2];
 	pthread_t th[64], uffd_th = 0;
 	pid_t child = 0;
+	long mlocked0 = -1, mlocked1 = -1, mlocked2 = -1;
 	char *raw;
 
 	if (!shared && !uffd_kind && strcmp(kind, "anon") &&
@@ -1755,8 +1775,14 @@ static void do_live(const char *kind, size_t bytes, int thp, int dontneed)
 		die("madvise(MADV_POPULATE_WRITE)");
 	for (off = 0; off < len; off += PAGE)
 		*(uint64_t *)(live_map + off) = off ^ LIVE_SALT;
-	if (!strcmp(kind, "mlock") && mlock(live_map + live_lo, bytes))
-		die("mlock");
+	if (!strcmp(kind, "mlock")) {
+		drain_all_cpus();
+		mlocked0 = meminfo_kb("Mlocked");
+		if (mlock(live_map + live_lo, bytes))
+			die("mlock");
+		drain_all_cpus();
+		mlocked1 = meminfo_kb("Mlocked");
+	}
 	/*
 	 * Three VMAs in the range: its middle third MADV_RANDOM, which changes
 	 * nothing for anonymous memory but vm_flags.
@@ -1820,7 +1846,19 @@ static void do_live(const char *kind, size_t bytes, int thp, int dontneed)
 		die("madvise(MADV_DONTNEED)");
 	}
 	us = now_us() - t0;
+	/* Before anything faults the range back (it stays VM_LOCKED). */
+	if (!strcmp(kind, "mlock"))
+		mlocked2 = meminfo_kb("Mlocked");
 	report_tlb(dontneed ? "live-dontneed" : "live", bytes, thp, us, ipis0);
+	/*
+	 * Mlocked as the call returned, undrained, against before mlock() and
+	 * after it, both drained: the harness wants it back exactly (every
+	 * chunk's CPU drained its munlock batch).
+	 */
+	if (mlocked0 >= 0)
+		printf("FREEMLOCK %s before_kb=%ld locked_kb=%ld after_kb=%ld\n",
+		       dontneed ? "dontneed" : "munmap", mlocked0, mlocked1,
+		       mlocked2);
 	usleep(50000);
 	live_stop = 1;
 	for (i = 0; i < n; i++)
@@ -2059,6 +2097,226 @@ static int sched_prefixes(int argc, char **argv)
 	return n;
 }
 
+/* Is the page at @p present or swapped (/proc/self/pagemap bits 63, 62)? */
+static int page_in(const void *p)
+{
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+	uint64_t e;
+
+	if (fd < 0 || pread(fd, &e, 8, (uintptr_t)p / PAGE * 8) != 8)
+		die("pread(/proc/self/pagemap)");
+	close(fd);
+	return (e >> 62) != 0;
+}
+
+#define MID_SALT	0x7e7e000000000000ULL
+static char *mid_map;
+static size_t mid_a, mid_x;
+static int mid_uffd = -1;
+static volatile int mid_a_in, mid_b_in, mid_events;
+static volatile unsigned long mid_ev_start, mid_ev_end;
+
+/*
+ * The userfaultfd of madv-mid uffd: when the REMOVE event of X is queued,
+ * madvise() waits for it to be read; before reading it, records whether A's
+ * first and last pages and B's first are still in (upstream: A zapped,
+ * B not yet).
+ */
+static void *mid_uffd_fn(void *arg)
+{
+	struct pollfd pfd = { .fd = mid_uffd, .events = POLLIN };
+	struct uffd_msg msg;
+
+	(void)arg;
+	if (poll(&pfd, 1, 30000) != 1)
+		return NULL;
+	mid_a_in = page_in(mid_map) + page_in(mid_map + mid_a - PAGE);
+	mid_b_in = page_in(mid_map + mid_a + mid_x);
+	if (read(mid_uffd, &msg, sizeof(msg)) == sizeof(msg) &&
+	    msg.event == UFFD_EVENT_REMOVE) {
+		mid_ev_start = msg.arg.remove.start;
+		mid_ev_end = msg.arg.remove.end;
+		mid_events++;
+	}
+	return NULL;
+}
+
+/* Does every page of [@off, @off + @len) of mid_map read @zero or its data? */
+static int mid_reads(size_t off, size_t len, int zero)
+{
+	size_t o;
+
+	for (o = off; o < off + len; o += PAGE)
+		if (*(volatile uint64_t *)(mid_map + o) !=
+		    (zero ? 0 : o ^ MID_SALT))
+			return 0;
+	return 1;
+}
+
+/*
+ * madv-mid KIND MIB: MADV_DONTNEED of one range over four VMAs, A1 A2 X B:
+ * A1 and A2 MIB together (A2 MADV_RANDOM, a VMA of its own), X and B one
+ * PMD block each, X being KIND: "sealed" (read-only anonymous, mseal()ed,
+ * so a discard is refused: EPERM), "locked" (mlock()ed, which MADV_DONTNEED
+ * refuses: EINVAL) or "uffd" (registered with a userfaultfd asking for
+ * REMOVE events).  Checks upstream's result, which madvise_walk_vmas()
+ * makes by zapping each VMA in turn and stopping at the first error: for
+ * sealed and locked, the error, A zero and X and B their data; for uffd,
+ * success, one REMOVE event of exactly X, A already zapped and B not yet
+ * when it came, and nothing of the range left in after.  Prints
+ * "MADVMID <kind> ret=<r> errno=<e> a_zero=<0|1> x_kept=<0|1> b_kept=<0|1>"
+ * and, for uffd, "MADVMID-UFFD events=<n> a_in=<pages> b_in=<pages>".
+ */
+static void do_madv_mid(const char *kind, size_t bytes)
+{
+	size_t pmd = PAGE * (PAGE / 8), len, off;
+	int sealed = !strcmp(kind, "sealed"), locked = !strcmp(kind, "locked");
+	int uffd_kind = !strcmp(kind, "uffd"), ret, err, a_zero, x_kept, b_kept;
+	pthread_t th;
+	char *raw;
+
+	if (!sealed && !locked && !uffd_kind) {
+		fprintf(stderr, "free_test: madv-mid sealed|locked|uffd MIB\n");
+		exit(2);
+	}
+	mid_a = bytes / pmd * pmd;
+	mid_x = pmd;
+	len = mid_a + 2 * pmd;
+	raw = mmap(NULL, len + pmd, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (raw == MAP_FAILED)
+		die("mmap");
+	mid_map = (char *)(((uintptr_t)raw + pmd - 1) & ~(pmd - 1));
+	if (madvise(mid_map, len, MADV_NOHUGEPAGE) ||
+	    madvise(mid_map, len, MADV_POPULATE_WRITE))
+		die("madvise");
+	for (off = 0; off < len; off += PAGE)
+		*(uint64_t *)(mid_map + off) = off ^ MID_SALT;
+	if (madvise(mid_map + mid_a / 2, mid_a - mid_a / 2, MADV_RANDOM))
+		die("madvise(MADV_RANDOM)");
+	if (sealed) {
+		if (mprotect(mid_map + mid_a, pmd, PROT_READ))
+			die("mprotect");
+		if (syscall(SYS_mseal, mid_map + mid_a, pmd, 0))
+			die("mseal");
+	} else if (locked) {
+		if (mlock(mid_map + mid_a, pmd))
+			die("mlock");
+	} else {
+		struct uffdio_api api = {
+			.api = UFFD_API, .features = UFFD_FEATURE_EVENT_REMOVE,
+		};
+		struct uffdio_register reg = {
+			.range = { .start = (uintptr_t)mid_map + mid_a,
+				   .len = pmd },
+			.mode = UFFDIO_REGISTER_MODE_MISSING,
+		};
+
+		mid_uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+		if (mid_uffd < 0 || ioctl(mid_uffd, UFFDIO_API, &api) ||
+		    ioctl(mid_uffd, UFFDIO_REGISTER, &reg))
+			die("userfaultfd");
+		if (pthread_create(&th, NULL, mid_uffd_fn, NULL))
+			die("pthread_create");
+	}
+	if (maps_in((uintptr_t)mid_map, (uintptr_t)mid_map + len) != 4) {
+		fprintf(stderr, "free_test: madv-mid: the range is not 4 VMAs\n");
+		exit(1);
+	}
+	ret = madvise(mid_map, len, MADV_DONTNEED);
+	err = ret ? errno : 0;
+	a_zero = mid_reads(0, mid_a, 1);
+	if (uffd_kind) {
+		pthread_join(th, NULL);
+		/* X is not read: it would fault to the handler, now gone. */
+		x_kept = page_in(mid_map + mid_a) ||
+			 page_in(mid_map + mid_a + pmd - PAGE);
+		b_kept = !mid_reads(mid_a + pmd, pmd, 1);
+		printf("MADVMID-UFFD events=%d a_in=%d b_in=%d start_ok=%d "
+		       "end_ok=%d\n", mid_events, mid_a_in, mid_b_in,
+		       mid_ev_start == (uintptr_t)mid_map + mid_a,
+		       mid_ev_end == (uintptr_t)mid_map + mid_a + pmd);
+	} else {
+		x_kept = mid_reads(mid_a, pmd, 0);
+		b_kept = mid_reads(mid_a + pmd, pmd, 0);
+	}
+	printf("MADVMID %s ret=%d errno=%d a_zero=%d x_kept=%d b_kept=%d\n",
+	       kind, ret, err, a_zero, x_kept, b_kept);
+	if (uffd_kind ? ret || !a_zero || x_kept || b_kept || mid_events != 1 ||
+			mid_a_in || !mid_b_in ||
+			mid_ev_start != (uintptr_t)mid_map + mid_a ||
+			mid_ev_end != (uintptr_t)mid_map + mid_a + pmd :
+		      ret != -1 || err != (sealed ? EPERM : EINVAL) ||
+			!a_zero || !x_kept || !b_kept) {
+		fprintf(stderr, "free_test: madv-mid %s: not upstream's "
+			"result\n", kind);
+		exit(1);
+	}
+}
+
+static volatile int sloop_stop;
+static char *sloop_own;
+
+/*
+ * A thread of sparse-loop: writes its own page every 200 µs until told to
+ * stop, so that the mm runs on every CPU in turn and the CPUs stay idle
+ * enough for the zap to ask for helpers (spinning threads would have it
+ * refused as busy before it planned anything).
+ */
+static void *sloop_fn(void *arg)
+{
+	long i = (long)arg;
+
+	while (!sloop_stop) {
+		sloop_own[i * PAGE]++;
+		usleep(200);
+	}
+	return NULL;
+}
+
+/*
+ * sparse-loop MIB ROUNDS: ROUNDS times, maps MIB, writes one page at a
+ * varying offset in every PMD block and munmap()s it, while 8 threads (at
+ * least one a CPU) write pages of their own now and then, so that every
+ * CPU's TLB may hold the mm's entries.  A range that reaches far and holds little: the
+ * parallel zap must leave it serial.  Prints "SPARSELOOP rounds=<n> us=<the
+ * munmap()s' time> ipis=<their TLB shootdown IPIs, x86>".
+ */
+static void do_sparse_loop(size_t bytes, long rounds)
+{
+	size_t pmd = PAGE * (PAGE / 8), off;
+	long n = sysconf(_SC_NPROCESSORS_ONLN), i, r, us = 0, ipis = 0, t0, i0;
+	pthread_t th[64];
+	char *p;
+
+	n = n < 8 ? 8 : n > 64 ? 64 : n;
+	sloop_own = mmap(NULL, n * PAGE, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (sloop_own == MAP_FAILED)
+		die("mmap");
+	for (i = 0; i < n; i++)
+		if (pthread_create(&th[i], NULL, sloop_fn, (void *)i))
+			die("pthread_create");
+	for (r = 0; r < rounds; r++) {
+		p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p == MAP_FAILED || madvise(p, bytes, MADV_NOHUGEPAGE))
+			die("mmap");
+		for (off = 0; off + pmd <= bytes; off += pmd)
+			p[off + (off / pmd * 7 % (PAGE / 8)) * PAGE] = 1;
+		i0 = tlb_ipis();
+		t0 = now_us();
+		if (munmap(p, bytes))
+			die("munmap");
+		us += now_us() - t0;
+		ipis += tlb_ipis() - i0;
+	}
+	sloop_stop = 1;
+	for (i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	printf("SPARSELOOP rounds=%ld us=%ld ipis=%ld\n", rounds, us, ipis);
+}
+
 int main(int argc, char **argv)
 {
 	int n;
@@ -2115,6 +2373,10 @@ int main(int argc, char **argv)
 		do_held(mib(argv[2]));
 	else if (argc == 3 && !strcmp(argv[1], "oom"))
 		do_oom(mib(argv[2]));
+	else if (argc == 4 && !strcmp(argv[1], "madv-mid"))
+		do_madv_mid(argv[2], mib(argv[3]));
+	else if (argc == 4 && !strcmp(argv[1], "sparse-loop"))
+		do_sparse_loop(mib(argv[2]), atol(argv[3]));
 	else {
 		fprintf(stderr, "usage: see the top of tests/guest/free_test.c\n");
 		return 2;

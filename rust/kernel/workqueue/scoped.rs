@@ -64,14 +64,12 @@ use super::{
 };
 use crate::{
     alloc::{
-        kvec::PushError,
         AllocError,
         Flags,
         KBox,
         KVec,
         NumaNode, //
     },
-    bindings,
     prelude::*,
     str::CStr,
     sync::{
@@ -83,12 +81,9 @@ use crate::{
 };
 use core::{
     marker::PhantomData,
-    mem::ManuallyDrop,
     ptr::NonNull, //
 };
 use item::{
-    call_if_unclaimed,
-    join_result,
     Entry,
     ScopedItem,
     ScopedItemRef,
@@ -96,7 +91,11 @@ use item::{
     ScopedWork, //
 };
 
+mod handle;
 mod item;
+mod join;
+
+pub use handle::ScopedJoinHandle;
 
 /// Runs `body` with a [`Scope`] and waits for every work item it spawned.
 ///
@@ -515,177 +514,6 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// earlier.
     pub fn may_wait(&self) -> bool {
         !super::in_work_item() && !current!().in_memalloc()
-    }
-
-    /// Whether the join may call `flush_work()`: not before `workqueue_init()`, when no worker
-    /// runs and `flush_work()` warns.
-    fn may_flush() -> bool {
-        #[cfg(CONFIG_RUST_WORKQUEUE_SCOPE_KUNIT_TEST)]
-        if tests::pretend_offline() {
-            return false;
-        }
-        // SAFETY: `workqueue_online()` only reads a flag.
-        unsafe { bindings::workqueue_online() }
-    }
-
-    /// Adds `entry` to `items`, growing it outside the lock when it is full.
-    ///
-    /// # Errors
-    ///
-    /// Returns [`AllocError`] if a larger vector could not be allocated with `flags`; `entry`
-    /// is dropped then, outside the lock.
-    fn record(&self, mut entry: Entry, flags: Flags) -> Result<(), AllocError> {
-        loop {
-            let mut items = self.items.lock();
-            entry = match items.push_within_capacity(entry) {
-                Ok(()) => return Ok(()),
-                Err(PushError(entry)) => entry,
-            };
-            // Room for twice as many, allocated with the lock released.
-            let want = items.capacity().max(4) * 2;
-            drop(items);
-            let mut spare = KVec::with_capacity(want, flags)?;
-            let mut items = self.items.lock();
-            // Unless another thread grew it meanwhile, the entries move to the larger vector,
-            // within its capacity; what is left in `spare` (the old vector, emptied, or the
-            // unused new one) is freed after the lock is released.
-            if items.capacity() < want {
-                core::mem::swap(&mut *items, &mut spare);
-                for e in spare.drain_all() {
-                    // The entries number at most the old capacity, below `want`, the new one:
-                    // this cannot fail.
-                    let _ = items.push_within_capacity(e);
-                }
-            }
-            drop(items);
-            drop(spare);
-        }
-    }
-
-    /// Returns the `i`th item.
-    ///
-    /// # Safety
-    ///
-    /// `i` is below the number of entries, and the join has not freed the items yet; the
-    /// reference must not be used after that.
-    unsafe fn item(&self, i: usize) -> &dyn ScopedWork {
-        let items = self.items.lock();
-        let item: *const dyn ScopedWork = &*items[i].item;
-        drop(items);
-        // SAFETY: by the type invariants the item is never moved (a push may move the boxes in
-        // `items`, not the items) nor freed before the end of the join, which the caller has
-        // not reached.
-        unsafe { &*item }
-    }
-
-    /// Calls the closures of items nobody else calls, waits for the others, then frees all
-    /// items, including those items spawned while the join ran.
-    fn join(&self) {
-        let may_wait = self.may_wait() && Self::may_flush();
-        let mut start = 0;
-        loop {
-            // The items spawned so far and not yet joined; those that items spawn meanwhile are
-            // joined in the next round.
-            let end = self.items.lock().len();
-            if start == end {
-                break;
-            }
-            // A thread that may not wait for items that have not started calls their closures
-            // first, so that none that a running item waits for is left behind a wait below.
-            // Before `workqueue_init()` none has started: all are called here.
-            if !may_wait {
-                for i in start..end {
-                    // SAFETY: `i < end`, the number of entries, and the items are freed only
-                    // below, after the loop.
-                    call_if_unclaimed(unsafe { self.item(i) });
-                }
-            }
-            for i in start..end {
-                // SAFETY: as above.
-                let item = unsafe { self.item(i) };
-                // Waits until it has run if it is still queued (the thread may wait).
-                if may_wait {
-                    item.flush();
-                }
-                // Cancelled before it started: its closure is still unclaimed. Otherwise a
-                // worker or a handle's join claimed it: wait until they have called it.
-                if !call_if_unclaimed(item) {
-                    item.wait_done();
-                }
-                // A worker that started the item may still be in its function, if only to find
-                // the closure claimed: the item must outlive that.
-                item.cancel_sync();
-            }
-            start = end;
-        }
-        // INVARIANT: every item's closure has been called and has returned, its result was
-        // taken, dropped or leaked, and no worker runs the function of any: nothing refers to the
-        // items any more, and freeing them (outside the lock) runs none of the users' code.
-        let items = core::mem::take(&mut *self.items.lock());
-        drop(items);
-    }
-}
-
-/// A handle on an item spawned on a [`Scope`], whose [`ScopedJoinHandle::join`] gives the
-/// closure's return value, as `std::thread::ScopedJoinHandle` does.
-///
-/// Dropping the handle does not wait for the item: the scope's join does. The result is
-/// dropped with the handle if the item is done, or else right after the item's closure returns.
-/// A leaked handle (`mem::forget`) leaks the result.
-///
-/// # Invariants
-///
-/// `item` points to an item owned by a scope of lifetime `'scope`, which frees it only at the
-/// end of its join, after `'scope` ends for the handle; this handle is the only one for the
-/// item, and takes or lets go of its result once (`join()` or the drop). `map` is the scope's.
-pub struct ScopedJoinHandle<'scope, T> {
-    item: NonNull<dyn ScopedResult<T> + 'scope>,
-    map: &'static LockdepMap,
-    scope: PhantomData<&'scope ()>,
-}
-
-// SAFETY: the handle only lets its owner take the result, a `T: Send`, on any thread: the item
-// is `Sync` (its closure and result slots are claimed through atomics and the completion).
-unsafe impl<T: Send> Send for ScopedJoinHandle<'_, T> {}
-
-// SAFETY: a shared handle gives access to nothing: `join()` takes it by value.
-unsafe impl<T: Send> Sync for ScopedJoinHandle<'_, T> {}
-
-impl<T> ScopedJoinHandle<'_, T> {
-    /// Waits for the item and returns its closure's result.
-    ///
-    /// If the item has not started, its closure is called on the current thread instead: the
-    /// join never waits for a worker to start it, so it may be called in reclaim, from a work
-    /// item, and from an item of the same scope (the handle of an item it spawned).
-    ///
-    /// Must be called from a context that may sleep. Outside work items the join acquires the
-    /// scope's lock class for lockdep, as the scope's join does: a lock held across it that the
-    /// item takes is reported. Inside a work item it does not: an item joining an item it
-    /// spawned into its own scope is what handles are for, and lockdep would take it for
-    /// recursion (see the module's documentation).
-    ///
-    /// A closure called here runs on the joining thread's stack, on top of what it is doing:
-    /// deep divide and conquer in items that join handles nests closures on a kernel stack.
-    pub fn join(self) -> T {
-        crate::task::might_sleep();
-        if !super::in_work_item() {
-            let this: fn(Self) -> T = Self::join;
-            self.map.acquire_release_bh(this as usize);
-        }
-        // The result is taken below, not let go of by the drop.
-        let this = ManuallyDrop::new(self);
-        // SAFETY: by the type invariants the item is alive for `'scope`, which this handle
-        // borrows, and this is its only handle, which `join()` consumes: it takes the result
-        // once.
-        unsafe { join_result(this.item.as_ref()) }
-    }
-}
-
-impl<T> Drop for ScopedJoinHandle<'_, T> {
-    fn drop(&mut self) {
-        // SAFETY: by the type invariants the item is alive for `'scope`, and this is its only
-        // handle, which lets go of the result once, here (`join()` does not drop the handle).
-        unsafe { self.item.as_ref().release_result() };
     }
 }
 
