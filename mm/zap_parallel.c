@@ -62,7 +62,7 @@
  *   comparable share, and a range of page tables that each map a page or
  *   two is not worth a job (a munmap(): the threshold is on these pages).
  *   The walk reads every entry of each PMD table present and 8 cache lines
- *   of each page table, twice (one pass counts, one cuts): an eighth of
+ *   of each page table, twice (one pass counts, one cuts): a quarter of
  *   the zap's reads of a page table, full or not.  The helpers find their VMAs in the maple tree (mt_find(),
  *   under RCU; the VMAs themselves stay because the caller holds
  *   mmap_read_lock() until every helper is done).
@@ -165,6 +165,7 @@
 #include <linux/sizes.h>
 #include <linux/sysctl.h>
 #include <linux/task_io_accounting_ops.h>
+#include <linux/userfaultfd_k.h>
 #include <linux/vmstat.h>
 
 #include <asm/tlb.h>
@@ -509,8 +510,9 @@ static int zap_parallel_reserve(int cap)
  * standing for that many (so that a pattern that repeats each block, such
  * as a page at the start of every 2 MiB, is not always or never seen).  A
  * range whose tables map a page or two each estimates near what it holds,
- * and is neither cut as if full nor taken as worth a job; the count is
- * deterministic, so both passes of the plan agree.  The table is read as
+ * and is neither cut as if full nor taken as worth a job; the samples'
+ * places depend on @addr alone, so both passes of the plan agree unless
+ * faults or another zapper changed the table in between.  The table is read as
  * GUP-fast and the rmap walkers read it: pte_offset_map() under RCU, which
  * keeps a table that khugepaged or PT reclaim frees meanwhile; a table
  * gone counts for nothing, a count that is off moves a boundary.
@@ -518,7 +520,9 @@ static int zap_parallel_reserve(int cap)
 static unsigned long zap_plan_pages(struct zap_job *zj, pmd_t *pmd,
 				    pmd_t pmdval, unsigned long addr)
 {
-	unsigned long step = PTRS_PER_PTE / ZAP_PLAN_SAMPLES;
+	unsigned long step = max_t(unsigned long,
+				   PTRS_PER_PTE / ZAP_PLAN_SAMPLES, 1);
+	unsigned int bits = ilog2(step);
 	unsigned long i, used = 0;
 	pte_t *pte;
 
@@ -527,8 +531,8 @@ static unsigned long zap_plan_pages(struct zap_job *zj, pmd_t *pmd,
 	pte = pte_offset_map(pmd, addr);
 	if (!pte)
 		return 0;
-	for (i = hash_long(addr >> PMD_SHIFT, ilog2(step)); i < PTRS_PER_PTE;
-	     i += step) {
+	for (i = bits ? hash_long(addr >> PMD_SHIFT, bits) : 0;
+	     i < PTRS_PER_PTE; i += step) {
 		if (!pte_none(ptep_get_lockless(pte + i)))
 			used++;
 	}
@@ -770,9 +774,10 @@ static int zap_parallel_chunk(unsigned long start, unsigned long end,
 	/*
 	 * Folios the chunk munlocked or marked accessed wait in this CPU's
 	 * batches, with a reference each, until it drains them: a helper's
-	 * CPU may not drain for long.  Drained here, Mlocked and the LRU are
-	 * current when the job returns, as after a serial zap, whose caller
-	 * returns with at most its own partial batch.
+	 * CPU may not drain for long.  Drained here (after the flush, which
+	 * removes the rmaps that munlock), Mlocked and the LRU are current
+	 * when the job returns, as after a serial zap, but for what a thread
+	 * that moved to another CPU during its chunk left on the one before.
 	 */
 	lru_add_drain();
 	runtime = task_sched_runtime(current) - runtime;
@@ -1364,14 +1369,16 @@ bool __madvise_zap_parallel(struct mmu_gather *tlb, struct vm_area_struct *vma,
  * vm.parallel_zap_live set, under mmap_read_lock() (a VMA lock would keep
  * one VMA only): every check of the walk (madvise_vma_behavior(),
  * madvise_dontneed_free()) has passed for this part, where upstream would
- * zap it now.  Adds it to @mz if helpers may zap @vma; a part that does
- * not continue @mz's range ends that range first (zapped now), so a range
- * never spans a gap or a VMA zapped in the walk.  madvise_zap_flush()
- * zaps the range, as one job (a range of VMAs bound to different nodes has
- * helpers on each at once) or VMA by VMA, before mmap_lock may be dropped:
- * before userfaultfd_remove() and when the walk ends (madvise_finish_tlb(),
- * for a failed walk too: upstream zapped the parts before the one that
- * failed).  So madvise() zaps what upstream zaps, with the same result.
+ * zap it now.  Adds it to @mz if helpers may zap @vma and it is not
+ * registered with a userfaultfd; a part that does not continue @mz's range
+ * ends that range first (zapped now), as does a part zapped now, so a
+ * range never spans a gap and parts are zapped in address order.
+ * madvise_zap_flush() zaps the range, as one job (a range of VMAs bound to
+ * different nodes has helpers on each at once) or VMA by VMA, before
+ * mmap_lock may be dropped: before userfaultfd_remove() and when the walk
+ * returns (madvise_do_behavior(), for a failed walk too: upstream zapped
+ * the parts before the one that failed).  So madvise() zaps what upstream
+ * zaps, with the same result.
  *
  * Return: true if the part was left to madvise_zap_flush(), false if the
  * caller is to zap it now.
@@ -1383,8 +1390,18 @@ bool __madvise_zap_defer(struct madvise_zap *mz, struct mmu_gather *tlb,
 {
 	/* Only mmap_lock keeps the helpers' VMAs: no VMA lock would do. */
 	mmap_assert_locked(vma->vm_mm);
-	if (!zap_parallel_vma_ok(vma))
+	/*
+	 * Zapped now, in address order after what was left: a VMA helpers
+	 * may not zap, and one registered with a userfaultfd, whose REMOVE
+	 * event upstream follows with the zap at once (a monitor's
+	 * UFFDIO_COPY after the event would otherwise race a zap that comes
+	 * later).
+	 */
+	if (!zap_parallel_vma_ok(vma) || userfaultfd_armed(vma)) {
+		if (mz->first)
+			__madvise_zap_flush(mz, tlb);
 		return false;
+	}
 	if (mz->first && start != mz->end)
 		__madvise_zap_flush(mz, tlb);
 	if (!mz->first) {

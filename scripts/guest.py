@@ -1375,17 +1375,21 @@ def sparse_loop_checks(check, log):
 
 
 def mlock_drain_checks(check, log):
-    """zap-munmap-mlock and zap-dontneed-locked: Mlocked in /proc/meminfo
-    back to its value before mlock() as the call returns (the helpers'
-    munlock batches drained), and up by the range's size in between."""
-    for what, case in (("munmap", "zap-munmap-mlock"),
-                       ("dontneed", "zap-dontneed-locked")):
-        m = [g for g in FREEMLOCK_RE.findall(log) if g[0] == what]
-        ok = len(m) == 1 and int(m[0][2]) > int(m[0][1]) and \
-            int(m[0][3]) == int(m[0][1])
-        check(ok, f"{case}: Mlocked back to its value before mlock() when "
-              f"the call returned (before, locked, after kB: "
-              f"{m[0][1:] if m else 'no FREEMLOCK line'})")
+    """zap-munmap-mlock: Mlocked in /proc/meminfo (vmstat folded,
+    stat_refresh) back exactly to its value before mlock() as munmap()
+    returns, the helpers' munlock batches drained, and up by the range's
+    size in between (both of those readings after a drain of every CPU).
+    Before 2026-11-29 up to a batch a helper CPU was left (164 and 244 kB
+    in two runs).  zap-dontneed-locked's line is printed, not judged: its
+    workers refault and mlock pages of the range as it is zapped."""
+    m = [g for g in FREEMLOCK_RE.findall(log) if g[0] == "munmap"]
+    ok = len(m) == 1 and int(m[0][2]) > int(m[0][1]) and \
+        int(m[0][3]) == int(m[0][1])
+    d = [g for g in FREEMLOCK_RE.findall(log) if g[0] == "dontneed"]
+    check(ok, "zap-munmap-mlock: Mlocked back to its value before mlock() "
+          f"when munmap() returned (before, locked, after kB: "
+          f"{m[0][1:] if m else 'no FREEMLOCK line'}; MADV_DONTNEED_LOCKED: "
+          f"{d[0][1:] if d else 'none'})")
 
 
 def sparse_share_checks(check, log, pkb=4):

@@ -539,6 +539,23 @@ static void drain_all_cpus(void)
 	munmap(p, PAGE);
 }
 
+/*
+ * Mlocked in kB, the CPUs' vmstat differentials folded in first
+ * (/proc/sys/vm/stat_refresh; /proc/meminfo reads the global counter, which
+ * lags by up to a threshold a CPU, about a munlock batch's worth).  The
+ * fold drains no folio batch.
+ */
+static long meminfo_kb(const char *key);
+static long mlocked_kb(void)
+{
+	int fd = open("/proc/sys/vm/stat_refresh", O_WRONLY);
+
+	if (fd < 0 || write(fd, "1", 1) != 1)
+		die("/proc/sys/vm/stat_refresh");
+	close(fd);
+	return meminfo_kb("Mlocked");
+}
+
 static long meminfo_kb(const char *key)
 {
 	char line[256];
@@ -1777,11 +1794,11 @@ static void do_live(const char *kind, size_t bytes, int thp, int dontneed)
 		*(uint64_t *)(live_map + off) = off ^ LIVE_SALT;
 	if (!strcmp(kind, "mlock")) {
 		drain_all_cpus();
-		mlocked0 = meminfo_kb("Mlocked");
+		mlocked0 = mlocked_kb();
 		if (mlock(live_map + live_lo, bytes))
 			die("mlock");
 		drain_all_cpus();
-		mlocked1 = meminfo_kb("Mlocked");
+		mlocked1 = mlocked_kb();
 	}
 	/*
 	 * Three VMAs in the range: its middle third MADV_RANDOM, which changes
@@ -1848,12 +1865,14 @@ static void do_live(const char *kind, size_t bytes, int thp, int dontneed)
 	us = now_us() - t0;
 	/* Before anything faults the range back (it stays VM_LOCKED). */
 	if (!strcmp(kind, "mlock"))
-		mlocked2 = meminfo_kb("Mlocked");
+		mlocked2 = mlocked_kb();
 	report_tlb(dontneed ? "live-dontneed" : "live", bytes, thp, us, ipis0);
 	/*
 	 * Mlocked as the call returned, undrained, against before mlock() and
-	 * after it, both drained: the harness wants it back exactly (every
-	 * chunk's CPU drained its munlock batch).
+	 * after it, both drained: the harness wants it back exactly after
+	 * munmap() (every chunk's CPU drained its munlock batch).  After
+	 * MADV_DONTNEED_LOCKED the workers have refaulted, and mlocked again,
+	 * pages of their windows inside the range: printed only.
 	 */
 	if (mlocked0 >= 0)
 		printf("FREEMLOCK %s before_kb=%ld locked_kb=%ld after_kb=%ld\n",
@@ -2128,6 +2147,7 @@ static void *mid_uffd_fn(void *arg)
 	struct uffd_msg msg;
 
 	(void)arg;
+	/* A REMOVE never read would hold madvise() forever: alarm() below. */
 	if (poll(&pfd, 1, 30000) != 1)
 		return NULL;
 	mid_a_in = page_in(mid_map) + page_in(mid_map + mid_a - PAGE);
@@ -2218,6 +2238,8 @@ static void do_madv_mid(const char *kind, size_t bytes)
 			die("userfaultfd");
 		if (pthread_create(&th, NULL, mid_uffd_fn, NULL))
 			die("pthread_create");
+		/* Dies (SIGALRM) rather than hang in madvise(). */
+		alarm(120);
 	}
 	if (maps_in((uintptr_t)mid_map, (uintptr_t)mid_map + len) != 4) {
 		fprintf(stderr, "free_test: madv-mid: the range is not 4 VMAs\n");
