@@ -1379,8 +1379,7 @@ def mlock_drain_checks(check, log):
     stat_refresh) back exactly to its value before mlock() as munmap()
     returns, the helpers' munlock batches drained, and up by the range's
     size in between (both of those readings after a drain of every CPU).
-    Before 2026-11-29 up to a batch a helper CPU was left (164 and 244 kB
-    in two runs).  zap-dontneed-locked's line is printed, not judged: its
+    zap-dontneed-locked's line is printed, not judged: its
     workers refault and mlock pages of the range as it is zapped."""
     m = [g for g in FREEMLOCK_RE.findall(log) if g[0] == "munmap"]
     ok = len(m) == 1 and int(m[0][2]) > int(m[0][1]) and \
