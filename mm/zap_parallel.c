@@ -45,26 +45,25 @@
  *
  * - How the job is cut.  The job's indices are segments of address space,
  *   [seg[i], seg[i + 1]), whose boundaries are multiples of PMD_SIZE: they
- *   split no page table of the last level and no PMD-mapped THP (PUD
- *   leaves exist only in VMAs the caller keeps), and a block shared by two
- *   VMAs is zapped, both parts, by whoever has its segment.  The segments
- *   cover, without gap or overlap, the span from the first VMA helpers may
- *   zap to the end of the last, so that nothing in it depends on where the
- *   boundaries fall.  Where they fall follows the work: the plan walks the
- *   upper levels of the page tables of those VMAs (PGD to PMD), estimates
- *   the pages under each populated PMD entry (zap_plan_pages(): a PMD
- *   leaf's PMD_SIZE worth, a page table's from ZAP_PLAN_SAMPLES of its
- *   entries), and starts a new segment every @target of those pages,
- *   @target being the smallest chunk's pages or the pages over
- *   ZAP_SEGS_MAX, whichever is more.  So a sparse address space (a JVM or
- *   Go heap reservation, an ASan shadow, 64 GiB reserved and 1 GiB touched
- *   in one corner) is cut where its pages are, every chunk carries a
- *   comparable share, and a range of page tables that each map a page or
- *   two is not worth a job (a munmap(): the threshold is on these pages).
- *   The walk reads every entry of each PMD table present and 8 cache lines
- *   of each page table, twice (one pass counts, one cuts): a quarter of
- *   the zap's reads of a page table, full or not.  The helpers find their VMAs in the maple tree (mt_find(),
- *   under RCU; the VMAs themselves stay because the caller holds
+ *   split no page table of the last level and no PMD-mapped THP (PUD leaves
+ *   exist only in VMAs the caller keeps), and a block shared by two VMAs is
+ *   zapped, both parts, by whoever has its segment.  The segments cover,
+ *   without gap or overlap, the span from the first VMA helpers may zap to the
+ *   end of the last, so that nothing in it depends on where the boundaries
+ *   fall.  Where they fall follows the work: the plan walks the upper levels of
+ *   the page tables of those VMAs (PGD to PMD), estimates the pages under each
+ *   populated PMD entry (zap_plan_pages(): a PMD leaf's PMD_SIZE worth, a page
+ *   table's from ZAP_PLAN_SAMPLES of its entries), and starts a new segment
+ *   every @target of those pages, @target being the smallest chunk's pages or
+ *   the pages over ZAP_SEGS_MAX, whichever is more.  So a sparse address space
+ *   (a JVM or Go heap reservation, an ASan shadow, 64 GiB reserved and 1 GiB
+ *   touched in one corner) is cut where its pages are, every chunk carries a
+ *   comparable share, and a range of page tables that each map a page or two is
+ *   not worth a job (a munmap(): the threshold is on these pages). The walk
+ *   reads every entry of each PMD table present and 8 cache lines of each page
+ *   table, twice (one pass counts, one cuts): a quarter of the zap's reads of a
+ *   page table, full or not.  The helpers find their VMAs in the maple tree
+ *   (mt_find(), under RCU; the VMAs themselves stay because the caller holds
  *   mmap_read_lock() until every helper is done).
  *
  * - No reclaim for bookkeeping.  The only allocation is the segment table,
@@ -1099,72 +1098,66 @@ static int zap_parallel_sysctl(const struct ctl_table *table, int write,
  * (vma_start_write()), moved it from the mm's tree into a side tree on its
  * stack, indexed by position, and maybe downgraded mmap_lock to read (on
  * mmap()'s MAP_FIXED path the VMAs stay in the mm's tree, write-locked, and
- * mmap_lock stays held for writing).  So nothing that finds VMAs through
- * the mm reaches the range while it is zapped: not a page fault (a
- * per-VMA-lock fault fails to lock a detached or write-locked VMA and
- * retries under mmap_lock, which finds none or waits), not another thread's
- * madvise(), mprotect() or userfaultfd ioctl, not the OOM reaper or
- * process_mrelease() (both walk the mm's tree under mmap_read_lock()).  The
- * plan, the segments and the helpers' walk read the side tree instead
- * (zap_next_vma(): mt_find() under RCU; it does not change until the caller
- * frees the VMAs after the job), each segment with the position of its
- * first VMA.  What can still reach the range's page tables:
- * - faults and zaps in neighbouring VMAs, where the range shares a PTE
- *   table or a PMD table with them at its ends: every thread takes the
- *   page table locks as unmap_vmas() does, and clears only entries of
- *   its own chunk's part of a VMA of the range;
- * - rmap walkers (reclaim, migration, khugepaged's
- *   retract_page_tables()), which find the detached VMAs through the
- *   anon_vma and i_mmap trees until free_pgtables() unlinks them, as they
- *   do during a serial unmap_vmas().  They take the same locks.  One that
- *   clears an entry either flushes before it drops the page table lock
- *   or defers the flush with set_tlb_ubc_flush_pending(), which
- *   zap_pte_range() waits for (flush_tlb_batched_pending()) in every
- *   thread;
- * - GUP-fast, which walks without locks: a PTE cleared by any thread is
- *   rechecked by it after it takes its reference, as with a serial zap,
- *   and page tables are freed only after the join, by the caller's
- *   free_pgtables() and gather (tlb_remove_table(): the IPI or RCU sync
- *   GUP-fast relies on), exactly as unmap_region() frees them;
- * - mmu notifiers: the caller starts MMU_NOTIFY_UNMAP over the whole
- *   range before any chunk runs and ends it after the join and its own
- *   tail, as unmap_vmas() does;
- * - userfaultfd: markers are dropped (ZAP_FLAG_DROP_MARKER) and
- *   unmap notifications were queued by the caller before the detach
- *   (userfaultfd_unmap_prep()), as for a serial munmap().
- * Each chunk has its own gather, not fullmm: its flush covers the range
- * it cleared and reaches every CPU that may cache the mm's translations
- * (mm_cpumask() on x86, a broadcast TLBI by ASID and range on arm64)
- * before it frees the chunk's pages, as each batch of the serial path
- * does; page tables are not freed by chunks, so no chunk sets
- * freed_tables.  The chunks leave the nested upgrade out, as an exit's do:
- * they are each other's nested gathers, and would each flush the whole mm.
- * The upgrade is for a zapper that skipped an entry another had cleared
- * and not yet flushed.  Other zappers can still reach the range through
- * the file's i_mmap tree (unmap_mapping_range(): truncation, hole
- * punching), until free_pgtables() unlinks the VMAs; on mmap()'s MAP_FIXED
- * path (vms_clean_up_area()) the VMAs are even still in the mm's tree,
- * write-locked, under mmap_write_lock(), which keeps out every zapper that
- * looks VMAs up.  Such a zapper keeps its own upgrade and sees the chunks'
- * pending gathers; it finishes its gather under i_mmap_rwsem held for
- * reading, which unlink_file_vma() takes for writing before munmap()
- * returns; and the caller's gather (hugetlb and VM_PFNMAP VMAs after the
- * job, then the page tables), open across the job, keeps the upgrade.
- * rmap walkers flush as said above.  The threshold is first the range's
- * length, then the pages the plan estimates in it (zap_plan_pages()), the
- * work as the exit's threshold counts it (resident and swapped-out pages),
- * which the mm does not keep per range: a range that reaches far and
- * holds little (a page per page table) costs a chunk a wake-up, a gather
- * and a range flush for a few entries, and stays serial.  The policy, the accounting and the counters are the exit's
- * (vm.parallel_zap_threshold and _max_helpers are shared), but a live
- * task's own mm, not an OOM victim's nor one being reaped, and not where
- * the data cache aliases (tlb_start_vma() would flush the cache of the
- * whole VMA once per chunk): zap_live_allowed().  As for an exit, an oops
- * in the caller's own chunk parks the caller with its stack kept (the
- * helpers use the job's state on its stack, and munmap()'s side tree): it
- * never returns to user space, never releases its mmap_lock, and its
- * process's other threads block on that lock as on any oopsed holder's
- * (and a helper that needs a page table lock it died holding spins).
+ * mmap_lock stays held for writing).  So nothing that finds VMAs through the mm
+ * reaches the range while it is zapped: not a page fault (a per-VMA-lock fault
+ * fails to lock a detached or write-locked VMA and retries under mmap_lock,
+ * which finds none or waits), not another thread's madvise(), mprotect() or
+ * userfaultfd ioctl, not the OOM reaper or process_mrelease() (both walk the
+ * mm's tree under mmap_read_lock()).  The plan, the segments and the helpers'
+ * walk read the side tree instead (zap_next_vma(): mt_find() under RCU; it does
+ * not change until the caller frees the VMAs after the job), each segment with
+ * the position of its first VMA.  What can still reach the range's page tables:
+ * - faults and zaps in neighbouring VMAs, where the range shares a PTE   table
+ * or a PMD table with them at its ends: every thread takes the   page table
+ * locks as unmap_vmas() does, and clears only entries of   its own chunk's part
+ * of a VMA of the range; - rmap walkers (reclaim, migration, khugepaged's
+ * retract_page_tables()), which find the detached VMAs through the   anon_vma
+ * and i_mmap trees until free_pgtables() unlinks them, as they   do during a
+ * serial unmap_vmas().  They take the same locks.  One that   clears an entry
+ * either flushes before it drops the page table lock   or defers the flush with
+ * set_tlb_ubc_flush_pending(), which   zap_pte_range() waits for
+ * (flush_tlb_batched_pending()) in every   thread; - GUP-fast, which walks
+ * without locks: a PTE cleared by any thread is   rechecked by it after it
+ * takes its reference, as with a serial zap,   and page tables are freed only
+ * after the join, by the caller's   free_pgtables() and gather
+ * (tlb_remove_table(): the IPI or RCU sync   GUP-fast relies on), exactly as
+ * unmap_region() frees them; - mmu notifiers: the caller starts
+ * MMU_NOTIFY_UNMAP over the whole   range before any chunk runs and ends it
+ * after the join and its own   tail, as unmap_vmas() does; - userfaultfd:
+ * markers are dropped (ZAP_FLAG_DROP_MARKER) and   unmap notifications were
+ * queued by the caller before the detach   (userfaultfd_unmap_prep()), as for a
+ * serial munmap(). Each chunk has its own gather, not fullmm: its flush covers
+ * the range it cleared and reaches every CPU that may cache the mm's
+ * translations (mm_cpumask() on x86, a broadcast TLBI by ASID and range on
+ * arm64) before it frees the chunk's pages, as each batch of the serial path
+ * does; page tables are not freed by chunks, so no chunk sets freed_tables.
+ * The chunks leave the nested upgrade out, as an exit's do: they are each
+ * other's nested gathers, and would each flush the whole mm. The upgrade is for
+ * a zapper that skipped an entry another had cleared and not yet flushed.
+ * Other zappers can still reach the range through the file's i_mmap tree
+ * (unmap_mapping_range(): truncation, hole punching), until free_pgtables()
+ * unlinks the VMAs; on mmap()'s MAP_FIXED path (vms_clean_up_area()) the VMAs
+ * are even still in the mm's tree, write-locked, under mmap_write_lock(), which
+ * keeps out every zapper that looks VMAs up.  Such a zapper keeps its own
+ * upgrade and sees the chunks' pending gathers; it finishes its gather under
+ * i_mmap_rwsem held for reading, which unlink_file_vma() takes for writing
+ * before munmap() returns; and the caller's gather (hugetlb and VM_PFNMAP VMAs
+ * after the job, then the page tables), open across the job, keeps the upgrade.
+ * rmap walkers flush as said above.  The threshold is first the range's length,
+ * then the pages the plan estimates in it (zap_plan_pages()), the work as the
+ * exit's threshold counts it (resident and swapped-out pages), which the mm
+ * does not keep per range: a range that reaches far and holds little (a page
+ * per page table) costs a chunk a wake-up, a gather and a range flush for a few
+ * entries, and stays serial.  The policy, the accounting and the counters are
+ * the exit's (vm.parallel_zap_threshold and _max_helpers are shared), but a
+ * live task's own mm, not an OOM victim's nor one being reaped, and not where
+ * the data cache aliases (tlb_start_vma() would flush the cache of the whole
+ * VMA once per chunk): zap_live_allowed().  As for an exit, an oops in the
+ * caller's own chunk parks the caller with its stack kept (the helpers use the
+ * job's state on its stack, and munmap()'s side tree): it never returns to user
+ * space, never releases its mmap_lock, and its process's other threads block on
+ * that lock as on any oopsed holder's (and a helper that needs a page table
+ * lock it died holding spins).
  *
  * MADV_DONTNEED and MADV_DONTNEED_LOCKED share the walk: their
  * zap_vma_range_batched() is __zap_vma_range() over a range of one live
@@ -1427,12 +1420,11 @@ bool __madvise_zap_defer(struct madvise_zap *mz, struct mmu_gather *tlb,
  */
 void __madvise_zap_flush(struct madvise_zap *mz, struct mmu_gather *tlb)
 {
-	struct mm_struct *mm = mz->first->vm_mm;
-	VMA_ITERATOR(vmi, mm, mz->start);
+	VMA_ITERATOR(vmi, mz->first->vm_mm, mz->start);
 	struct vm_area_struct *vma;
 	unsigned long from;
 
-	mmap_assert_locked(mm);
+	mmap_assert_locked(mz->first->vm_mm);
 	if (!madvise_zap_job(tlb, mz->first, false, mz->start, mz->end,
 			     &mz->details, mz->behavior)) {
 		for_each_vma_range(vmi, vma, mz->end) {
