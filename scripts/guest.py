@@ -1192,6 +1192,10 @@ ZAP_CASES = {
                               "after the two before it were zapped as one "
                               "job", lambda pz, pzt, *_: pz >= 1
                               and pzt >= 2),
+    # The hole ends the range: the two VMAs before it one job, the one
+    # after it (one block) serial; ENOMEM, both sides zero.
+    "zap-dontneed-mid-gap": ("a hole for a third VMA: ENOMEM, the two "
+                             "before it one job", _zap_one_job),
     "zap-dontneed-cow": ("MADV_DONTNEED, COW-shared: zapped by two threads "
                          "or more", _zap_parallel),
     "zap-dontneed-shared": ("MADV_DONTNEED of a memfd: zapped by two "

@@ -640,11 +640,13 @@ zap_munmap_cases() {
 	run_zap_dontneed zap-dontneed-split-nice-19 \
 		free_test nice19 live split "$m" 0 dontneed
 	# A range of four VMAs whose third madvise() refuses (sealed: EPERM;
-	# mlocked: EINVAL) or reports to a userfaultfd (REMOVE): upstream's
-	# result (MADVMID lines), the two VMAs before it zapped as one job.
+	# mlocked: EINVAL) or reports to a userfaultfd (REMOVE), or is a hole
+	# (ENOMEM, the walk goes on): upstream's result (MADVMID lines), the
+	# two VMAs before it zapped as one job.
 	run_zap_dontneed zap-dontneed-mid-sealed free_test madv-mid sealed "$m"
 	run_zap_dontneed zap-dontneed-mid-locked free_test madv-mid locked "$m"
 	run_zap_dontneed zap-dontneed-mid-uffd free_test madv-mid uffd "$m"
+	run_zap_dontneed zap-dontneed-mid-gap free_test madv-mid gap "$m"
 	run_zap_dontneed zap-dontneed-cow free_test live cow "$m" 0 dontneed
 	run_zap_dontneed zap-dontneed-shared \
 		free_test live shared "$m" 0 dontneed

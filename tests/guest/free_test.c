@@ -2178,12 +2178,14 @@ static int mid_reads(size_t off, size_t len, int zero)
  * A1 and A2 MIB together (A2 MADV_RANDOM, a VMA of its own), X and B one
  * PMD block each, X being KIND: "sealed" (read-only anonymous, mseal()ed,
  * so a discard is refused: EPERM), "locked" (mlock()ed, which MADV_DONTNEED
- * refuses: EINVAL) or "uffd" (registered with a userfaultfd asking for
- * REMOVE events).  Checks upstream's result, which madvise_walk_vmas()
- * makes by zapping each VMA in turn and stopping at the first error: for
- * sealed and locked, the error, A zero and X and B their data; for uffd,
- * success, one REMOVE event of exactly X, A already zapped and B not yet
- * when it came, and nothing of the range left in after.  Prints
+ * refuses: EINVAL), "uffd" (registered with a userfaultfd asking for
+ * REMOVE events) or "gap" (unmapped: three VMAs and a hole).  Checks
+ * upstream's result, which madvise_walk_vmas() makes by zapping each VMA in
+ * turn, stopping at the first error and going on past a hole: for sealed
+ * and locked, the error, A zero and X and B their data; for uffd, success,
+ * one REMOVE event of exactly X, A already zapped and B not yet when it
+ * came, and nothing of the range left in after; for gap, ENOMEM with A and
+ * B zero.  Prints
  * "MADVMID <kind> ret=<r> errno=<e> a_zero=<0|1> x_kept=<0|1> b_kept=<0|1>"
  * and, for uffd, "MADVMID-UFFD events=<n> a_in=<pages> b_in=<pages>".
  */
@@ -2191,12 +2193,14 @@ static void do_madv_mid(const char *kind, size_t bytes)
 {
 	size_t pmd = PAGE * (PAGE / 8), len, off;
 	int sealed = !strcmp(kind, "sealed"), locked = !strcmp(kind, "locked");
-	int uffd_kind = !strcmp(kind, "uffd"), ret, err, a_zero, x_kept, b_kept;
+	int uffd_kind = !strcmp(kind, "uffd"), gap = !strcmp(kind, "gap");
+	int ret, err, a_zero, x_kept, b_kept;
 	pthread_t th;
 	char *raw;
 
-	if (!sealed && !locked && !uffd_kind) {
-		fprintf(stderr, "free_test: madv-mid sealed|locked|uffd MIB\n");
+	if (!sealed && !locked && !uffd_kind && !gap) {
+		fprintf(stderr, "free_test: madv-mid sealed|locked|uffd|gap "
+			"MIB\n");
 		exit(2);
 	}
 	mid_a = bytes / pmd * pmd;
@@ -2222,6 +2226,9 @@ static void do_madv_mid(const char *kind, size_t bytes)
 	} else if (locked) {
 		if (mlock(mid_map + mid_a, pmd))
 			die("mlock");
+	} else if (gap) {
+		if (munmap(mid_map + mid_a, pmd))
+			die("munmap");
 	} else {
 		struct uffdio_api api = {
 			.api = UFFD_API, .features = UFFD_FEATURE_EVENT_REMOVE,
@@ -2241,8 +2248,10 @@ static void do_madv_mid(const char *kind, size_t bytes)
 		/* Dies (SIGALRM) rather than hang in madvise(). */
 		alarm(120);
 	}
-	if (maps_in((uintptr_t)mid_map, (uintptr_t)mid_map + len) != 4) {
-		fprintf(stderr, "free_test: madv-mid: the range is not 4 VMAs\n");
+	if (maps_in((uintptr_t)mid_map, (uintptr_t)mid_map + len) !=
+	    (gap ? 3 : 4)) {
+		fprintf(stderr, "free_test: madv-mid: the range is not %d "
+			"VMAs\n", gap ? 3 : 4);
 		exit(1);
 	}
 	ret = madvise(mid_map, len, MADV_DONTNEED);
@@ -2258,6 +2267,9 @@ static void do_madv_mid(const char *kind, size_t bytes)
 		       "end_ok=%d\n", mid_events, mid_a_in, mid_b_in,
 		       mid_ev_start == (uintptr_t)mid_map + mid_a,
 		       mid_ev_end == (uintptr_t)mid_map + mid_a + pmd);
+	} else if (gap) {
+		x_kept = 0;
+		b_kept = !mid_reads(mid_a + pmd, pmd, 1);
 	} else {
 		x_kept = mid_reads(mid_a, pmd, 0);
 		b_kept = mid_reads(mid_a + pmd, pmd, 0);
@@ -2268,6 +2280,7 @@ static void do_madv_mid(const char *kind, size_t bytes)
 			mid_a_in || !mid_b_in ||
 			mid_ev_start != (uintptr_t)mid_map + mid_a ||
 			mid_ev_end != (uintptr_t)mid_map + mid_a + pmd :
+	    gap ? ret != -1 || err != ENOMEM || !a_zero || b_kept :
 		      ret != -1 || err != (sealed ? EPERM : EINVAL) ||
 			!a_zero || !x_kept || !b_kept) {
 		fprintf(stderr, "free_test: madv-mid %s: not upstream's "
