@@ -248,7 +248,9 @@ where
     // As `flush_work()` does, but whether or not an item is still running, and even if no item
     // could be spawned: the caller's held locks now come before the class the items run under.
     map.acquire_release_bh(ip);
-    scope.join();
+    // SAFETY: once, after `body` returned: nothing uses `scope` or its items after this but the
+    // join itself, and the handles, which `body`'s `'scope` borrow has ended.
+    unsafe { scope.join() };
     // SAFETY: lent above; every item has returned.
     unsafe { task.end_stack_loan() };
     ret
@@ -271,8 +273,8 @@ where
 ///   by the scope and never moves (it is pinned in its box); items are only added to `items`
 ///   until the join frees them all at its end.
 /// - An item's closure is called only by the thread whose claim of it succeeded (`item.rs`).
-/// - An item is freed only at the end of the join, once its closure was called and returned and
-///   its function, if a worker started it, returned (`cancel_work_sync()`).
+/// - An item is freed only at the end of the join (`join.rs`), once its closure was called and
+///   returned and its function, if a worker started it, returned (`cancel_work_sync()`).
 pub struct Scope<'scope, 'env: 'scope> {
     /// Taken only to add, find or take out entries: nothing allocates, frees or runs a closure
     /// under it, so spawning works where sleeping does not, and its class, shared by every
@@ -431,13 +433,10 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         // INVARIANT: the item is owned by `items` from here on, which frees it only at the end of
         // the join.
         self.record(Entry { item }, flags)?;
-        // INVARIANT: the scope frees the item only at the end of its join; this is the item's
-        // one handle, made once, here.
-        let handle = ScopedJoinHandle {
-            item: result,
-            map: self.map,
-            scope: PhantomData,
-        };
+        // SAFETY: the scope frees the item only at the end of its join (`join.rs`), after
+        // `'scope`; this is the item's one handle, made once, here, and only it takes or lets go
+        // of the result; `self.map` is the scope's.
+        let handle = unsafe { ScopedJoinHandle::new(result, self.map) };
         // SAFETY: By the type invariants the item stays valid until its closure has returned and
         // its function, if a worker started it, has returned, and the join in `scope_with_key`
         // waits for that before `'scope` ends, so neither is called after the borrows of `F`

@@ -13,7 +13,7 @@ use core::{
     ptr::NonNull, //
 };
 
-/// A handle on an item spawned on a [`Scope`], whose [`ScopedJoinHandle::join`] gives the
+/// A handle on an item spawned on a [`Scope`](super::Scope), whose [`ScopedJoinHandle::join`] gives the
 /// closure's return value, as `std::thread::ScopedJoinHandle` does.
 ///
 /// Dropping the handle does not wait for the item: the scope's join does. The result is
@@ -26,9 +26,9 @@ use core::{
 /// end of its join, after `'scope` ends for the handle; this handle is the only one for the
 /// item, and takes or lets go of its result once (`join()` or the drop). `map` is the scope's.
 pub struct ScopedJoinHandle<'scope, T> {
-    pub(super) item: NonNull<dyn ScopedResult<T> + 'scope>,
-    pub(super) map: &'static LockdepMap,
-    pub(super) scope: PhantomData<&'scope ()>,
+    item: NonNull<dyn ScopedResult<T> + 'scope>,
+    map: &'static LockdepMap,
+    scope: PhantomData<&'scope ()>,
 }
 
 // SAFETY: the handle only lets its owner take the result, a `T: Send`, on any thread: the item
@@ -38,7 +38,26 @@ unsafe impl<T: Send> Send for ScopedJoinHandle<'_, T> {}
 // SAFETY: a shared handle gives access to nothing: `join()` takes it by value.
 unsafe impl<T: Send> Sync for ScopedJoinHandle<'_, T> {}
 
-impl<T> ScopedJoinHandle<'_, T> {
+impl<'scope, T> ScopedJoinHandle<'scope, T> {
+    /// Makes the handle of `item`, spawned on a scope whose lockdep map is `map`.
+    ///
+    /// # Safety
+    ///
+    /// `item` points to an item owned by a scope of lifetime `'scope`, which frees it only at
+    /// the end of its join, after `'scope` ends; no other handle for the item exists or will be
+    /// made, and nothing else takes or lets go of its result. `map` is the scope's.
+    pub(super) unsafe fn new(
+        item: NonNull<dyn ScopedResult<T> + 'scope>,
+        map: &'static LockdepMap,
+    ) -> Self {
+        // INVARIANT: as the caller promises.
+        Self {
+            item,
+            map,
+            scope: PhantomData,
+        }
+    }
+
     /// Waits for the item and returns its closure's result.
     ///
     /// If the item has not started, its closure is called on the current thread instead: the

@@ -23,7 +23,7 @@ use crate::{
 impl Scope<'_, '_> {
     /// Whether the join may call `flush_work()`: not before `workqueue_init()`, when no worker
     /// runs and `flush_work()` warns.
-    pub(super) fn may_flush() -> bool {
+    fn may_flush() -> bool {
         #[cfg(CONFIG_RUST_WORKQUEUE_SCOPE_KUNIT_TEST)]
         if super::tests::pretend_offline() {
             return false;
@@ -76,15 +76,21 @@ impl Scope<'_, '_> {
         let items = self.items.lock();
         let item: *const dyn ScopedWork = &*items[i].item;
         drop(items);
-        // SAFETY: by the type invariants the item is never moved (a push may move the boxes in
-        // `items`, not the items) nor freed before the end of the join, which the caller has
-        // not reached.
+        // SAFETY: by `Scope`'s type invariants (`scoped.rs`) the item is never moved (a push may
+        // move the boxes in `items`, not the items) nor freed before the end of the join, which
+        // the caller has not reached.
         unsafe { &*item }
     }
 
     /// Calls the closures of items nobody else calls, waits for the others, then frees all
     /// items, including those items spawned while the join ran.
-    pub(super) fn join(&self) {
+    ///
+    /// # Safety
+    ///
+    /// Called once, by `scope_with_key` after the body returned: from then on nothing but the
+    /// join uses the items, and no handle is used any more (each borrows `'scope`, which has
+    /// ended for the body), so freeing them leaves no dangling reference.
+    pub(super) unsafe fn join(&self) {
         let may_wait = self.may_wait() && Self::may_flush();
         let mut start = 0;
         loop {
