@@ -13,8 +13,8 @@ use core::{
     ptr::NonNull, //
 };
 
-/// A handle on an item spawned on a [`Scope`](super::Scope), whose [`ScopedJoinHandle::join`] gives the
-/// closure's return value, as `std::thread::ScopedJoinHandle` does.
+/// A handle on an item spawned on a [`Scope`](super::Scope), whose [`ScopedJoinHandle::join`]
+/// gives the closure's return value, as `std::thread::ScopedJoinHandle` does.
 ///
 /// Dropping the handle does not wait for the item: the scope's join does. The result is
 /// dropped with the handle if the item is done, or else right after the item's closure returns.
