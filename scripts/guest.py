@@ -220,6 +220,12 @@ def mm_selftest_checks(check, log, quick=False, kbuild=None):
         rc = got.get(name, (None,))[0]
         check(rc == 0, f"mm selftest {name}: passed with the parallel zap "
               f"at its lowest threshold (rc={rc})")
+        if rc != 0:
+            # free.sh's MMSELFTEST-LOG lines: its failed subtests and the
+            # end of its output, here so that CI's output has them.
+            for line in re.findall(rf"^MMSELFTEST-LOG {re.escape(name)}: "
+                                   r"(.*)$", log, re.M):
+                print(f"#   {name}: {line}")
     pz = sum(v[1] for v in got.values())
     pzt = sum(v[2] for v in got.values())
     check(pz >= 1 and pzt >= 2 * pz, f"mm selftests: {pz} exits zapped "

@@ -4,6 +4,7 @@
 make check runs them in its "harness" stage.  The logs below are shaped as
 the guest prints them: console, then MTJOB-DMESG and the whole dmesg.
 """
+import io
 import os
 import sys
 import unittest
@@ -134,6 +135,19 @@ class Held(unittest.TestCase):
         self.assertEqual(self.run_checks(guest.mm_selftest_checks, never), 1)
         self.assertEqual(
             self.run_checks(guest.mm_selftest_checks, no_munmap), 1)
+
+    def test_mm_selftest_failure_log_printed(self):
+        log = "".join(f"MMSELFTEST {t} rc=0 pz=1 pzt=2 pzm=1 pzmt=2\n"
+                      for t in guest.MM_SELFTESTS)
+        log = log.replace("MMSELFTEST cow rc=0", "MMSELFTEST cow rc=1")
+        log += "MMSELFTEST-LOG cow: not ok 7 cow.anon.x\n"
+        out = io.StringIO()
+        old, sys.stdout = sys.stdout, out
+        try:
+            guest.mm_selftest_checks(lambda ok, msg: None, log)
+        finally:
+            sys.stdout = old
+        self.assertIn("#   cow: not ok 7 cow.anon.x", out.getvalue())
 
 
 class ToggleTrace(unittest.TestCase):
