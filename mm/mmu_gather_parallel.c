@@ -478,6 +478,7 @@ static bool tlb_free_parallel(struct mmu_gather *tlb, unsigned long freeable,
 		.min_chunk	= 1,
 		.max_threads	= tlb->parallel_free_helpers + 1,
 		.gfp		= GFP_NOWAIT,
+		.fall_back	= true,
 		.name		= "mmu_gather",
 	};
 	struct mtjob_report report;
@@ -527,6 +528,8 @@ static bool tlb_free_parallel(struct mmu_gather *tlb, unsigned long freeable,
 		count_vm_event(TLB_PARALLEL_FREE);
 		count_vm_events(TLB_PARALLEL_FREE_THREADS, report.nr_threads);
 	}
+	if (report.fell_back)
+		count_vm_event(TLB_PARALLEL_FREE_SLOW);
 	return true;
 }
 

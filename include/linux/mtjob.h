@@ -101,6 +101,13 @@ enum mtjob_engine {
  *	%GFP_NOWAIT a failed allocation means fewer helpers or one segment,
  *	never an error, and the caller never waits for a helper that has not
  *	started: it cancels those and runs their chunks itself.
+ * @fall_back: the Rust engine stops the helpers once they slow the job down:
+ *	once the chunks take so much longer on average than the caller's first
+ *	that the threads together run fewer chunks a second than the caller
+ *	would alone; the caller runs the rest (&mtjob_report.fell_back).  For
+ *	jobs whose chunks cost about the same, on machines busier than they
+ *	look (a guest whose vCPUs outnumber its host's cores).  Needs a caller
+ *	that takes chunks while helpers run; costs two clock reads a chunk.
  * @name: a short name for reports and warnings.
  */
 struct mtjob {
@@ -115,6 +122,7 @@ struct mtjob {
 	int node;
 	int (*node_of)(unsigned long index, void *arg);
 	gfp_t gfp;
+	bool fall_back;
 	const char *name;
 };
 
@@ -131,11 +139,14 @@ struct mtjob {
  *	affinities) that started on a CPU not in that node's cpumask_of_node();
  *	0 for the padata and serial engines, which do not count them.  The
  *	chunks of a by-index node without CPUs count as its nearest node's.
+ * @fell_back: the helpers stopped taking chunks because they slowed the
+ *	job down (&mtjob.fall_back; Rust engine only).
  */
 struct mtjob_report {
 	enum mtjob_engine engine;
 	int nr_threads;
 	unsigned long nr_off_node;
+	bool fell_back;
 };
 
 int __mtjob_run(const struct mtjob *job, struct mtjob_report *report,

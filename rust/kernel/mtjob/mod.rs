@@ -65,6 +65,7 @@ use crate::{
 };
 
 mod job;
+mod pace;
 mod plan;
 mod shared;
 #[cfg(CONFIG_RUST_MTJOB_KUNIT_TEST)]

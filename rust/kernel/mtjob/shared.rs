@@ -5,6 +5,7 @@
 
 use super::{
     on_node,
+    pace::Pace,
     plan::{
         Plan,
         Segment, //
@@ -29,6 +30,10 @@ use crate::{
         lockdep::LockdepMap,
         LockClassKey,
         SetOnce, //
+    },
+    time::{
+        Instant,
+        Monotonic, //
     },
     workqueue::{
         self,
@@ -94,6 +99,9 @@ pub(super) struct Shared<'s, I, F> {
     pub(super) error: Atomic<i32>,
     /// Chunks with a node that started on a CPU not in that node's `cpumask_of_node()`.
     pub(super) off_node: Atomic<usize>,
+    /// The chunks' times, if the helpers are to stop when they slow the job down
+    /// ([`Job::fall_back_when_slower`](super::Job::fall_back_when_slower)).
+    pub(super) pace: Option<Pace>,
     pub(super) _index: PhantomData<fn(I)>,
 }
 
@@ -106,9 +114,12 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
     /// thread works for. Returns the number of chunks it ran.
     fn work(&self, home: Option<NumaNode>, role: Role<'_>) -> usize {
         let mut ran = 0;
+        if let (Some(pace), Role::Helper) = (&self.pace, role) {
+            pace.helper_started();
+        }
         if let Some(home) = home {
             for seg in self.segments.iter().filter(|s| s.node == Some(home)) {
-                if !self.drain(seg, &mut ran) {
+                if !self.drain(seg, &mut ran, role) {
                     return ran;
                 }
             }
@@ -120,7 +131,7 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
                 // Segments without a node, or whose node got no helper.
                 (true, Role::Caller { helpers }) => !seg.node.is_some_and(|n| helpers.contains(n)),
             };
-            if take && !self.drain(seg, &mut ran) {
+            if take && !self.drain(seg, &mut ran, role) {
                 break;
             }
         }
@@ -128,10 +139,13 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
     }
 
     /// Runs the chunks of `seg` that nobody took yet, counting them in `ran`; returns `false`
-    /// once the job failed.
-    fn drain(&self, seg: &Segment, ran: &mut usize) -> bool {
+    /// once the job failed, or for a helper once the helpers are stopped.
+    fn drain(&self, seg: &Segment, ran: &mut usize, role: Role<'_>) -> bool {
         loop {
             if self.error.load(Relaxed) != 0 {
+                return false;
+            }
+            if matches!(role, Role::Helper) && self.pace.as_ref().is_some_and(Pace::stopped) {
                 return false;
             }
             // Only the claim is ordered here: chunks do not publish data to each other, and the
@@ -147,9 +161,17 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
             }
             let r = self.plan.range(seg.start + k);
             *ran += 1;
+            let start = self.pace.as_ref().map(|_| Instant::<Monotonic>::now());
             if let Err(e) = (self.f)(I::from_u64(r.start)..I::from_u64(r.end)) {
                 let _ = self.error.cmpxchg(0, e.to_errno(), Relaxed);
                 return false;
+            }
+            if let (Some(pace), Some(start)) = (&self.pace, start) {
+                let caller = matches!(role, Role::Caller { .. });
+                pace.chunk_done(start, caller && *ran == 1);
+                if caller && *ran > 1 {
+                    pace.check();
+                }
             }
         }
     }

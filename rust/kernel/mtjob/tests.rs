@@ -210,6 +210,41 @@ mod cases {
         Ok(())
     }
 
+    /// With [`Job::fall_back_when_slower`](super::super::Job::fall_back_when_slower), a job whose
+    /// chunks take a thousand times the caller's first falls back; without it, the same job
+    /// does not. Both run every index once. The margin (1 ms against microseconds) is so wide
+    /// that no timing decides.
+    #[test]
+    fn slow_helpers_fall_back() -> Result {
+        // An address, compared only: a raw pointer is not `Sync`.
+        let caller = crate::task::Task::current_raw().addr();
+        let two = NonZeroUsize::new(2).ok_or(EINVAL)?;
+        for fall_back in [true, false] {
+            let caller_chunks = Atomic::new(0usize);
+            let visited = Atomic::new(0u64);
+            let job = crate::new_job!(0u64..256)?.min_chunk(1).max_threads(two);
+            let job = if fall_back {
+                job.fall_back_when_slower()
+            } else {
+                job
+            };
+            let report = job.run(|r| {
+                let first = crate::task::Task::current_raw().addr() == caller
+                    && caller_chunks.fetch_add(1, Relaxed) == 0;
+                // The caller's first chunk returns at once, every other takes a millisecond.
+                if !first {
+                    crate::time::delay::fsleep(crate::time::Delta::from_millis(1));
+                }
+                visited.add(r.end - r.start, Relaxed);
+                Ok(())
+            })?;
+            assert_eq!(visited.load(Relaxed), 256);
+            // Without a helper that started (one CPU) there is nothing to fall back from.
+            assert_eq!(report.fell_back(), fall_back && report.threads() > 1);
+        }
+        Ok(())
+    }
+
     /// A job of one thread is one chunk, run by the caller.
     #[test]
     fn one_thread_is_one_chunk() -> Result {
