@@ -101,13 +101,17 @@ enum mtjob_engine {
  *	%GFP_NOWAIT a failed allocation means fewer helpers or one segment,
  *	never an error, and the caller never waits for a helper that has not
  *	started: it cancels those and runs their chunks itself.
- * @fall_back: the Rust engine stops the helpers once they slow the job down:
- *	once the chunks take so much longer on average than the caller's first
- *	that the threads together run fewer chunks a second than the caller
- *	would alone; the caller runs the rest (&mtjob_report.fell_back).  For
- *	jobs whose chunks cost about the same, on machines busier than they
- *	look (a guest whose vCPUs outnumber its host's cores).  Needs a caller
- *	that takes chunks while helpers run; costs two clock reads a chunk.
+ * @fall_back: the Rust engine stops the helpers once they slow the job down.
+ *	The caller first runs a probe alone, before queueing helpers: the
+ *	first max(@min_chunk, 1) indices, up to the next multiple of @align
+ *	(one more chunk).  After each of its chunks it compares the time an
+ *	index took since with the probe's: once the threads together run fewer
+ *	indices a second than the caller did alone, helpers take no new chunk
+ *	and the caller runs the rest (&mtjob_report.fell_back).  For jobs whose
+ *	indices cost about the same, on machines busier than they look (a
+ *	guest whose vCPUs outnumber its host's cores).  Ignored for jobs of
+ *	one thread and for %MTJOB_AFFINITY_NODE and
+ *	%MTJOB_AFFINITY_BY_INDEX_STRICT jobs.
  * @name: a short name for reports and warnings.
  */
 struct mtjob {

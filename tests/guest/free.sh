@@ -791,6 +791,30 @@ tlb_counts() {
 			s, r, l, m, i, w }' $tr/trace
 }
 
+# What the policy did in a run, from /proc/vmstat, after its BENCH line:
+#   BENCHPOLICY zap=<parallel zaps: exits, munmap()s, MADV_DONTNEEDs>
+#     zap_slow=<of those, fell back> zap_serial=<zaps by one thread>
+#     zap_busy=<refused: no idle CPU> zap_refused=<refused: task>
+#     free=<parallel frees> free_slow=<fell back>
+# (struct mtjob.fall_back: vm.parallel_zap_slow, tlb_parallel_free_slow);
+# a counter the kernel lacks counts 0.
+POLICY_COUNTERS="parallel_zap parallel_zap_munmap parallel_zap_dontneed
+parallel_zap_slow parallel_zap_serial parallel_zap_busy parallel_zap_refused
+tlb_parallel_free tlb_parallel_free_slow"
+policy_counts() {
+	awk -v names="$(echo $POLICY_COUNTERS)" '
+		{ v[$1] = $2 }
+		END { n = split(names, k, " ")
+		      for (i = 1; i <= n; i++) printf "%d ", v[k[i]] }' /proc/vmstat
+}
+policy_delta() {
+	set -- $1 $2
+	echo "BENCHPOLICY zap=$(($10 + ${11} + ${12} - $1 - $2 - $3))" \
+		"zap_slow=$((${13} - $4)) zap_serial=$((${14} - $5))" \
+		"zap_busy=$((${15} - $6)) zap_refused=$((${16} - $7))" \
+		"free=$((${17} - $8)) free_slow=$((${18} - $9))"
+}
+
 bench() {
 	reps=$(arg mttest.free_reps)
 	sizes=$(arg mttest.free_sizes | tr , ' ')
@@ -852,6 +876,7 @@ bench() {
 					echo $z > $tr/events/zap_parallel/live_zap_parallel/enable
 					echo 1 > $tlbev
 					[ "$phases" = 1 ] && echo 1 > $tr/function_profile_enabled
+					pol0=$(policy_counts)
 					case $what in
 					# A live process: threads on every CPU use
 					# the mm (asleep 3/4 of the time) while the
@@ -864,6 +889,7 @@ bench() {
 					[ "$phases" = 1 ] && echo 0 > $tr/function_profile_enabled
 					echo 0 > $tlbev
 					echo "BENCH $mode $out"
+					policy_delta "$pol0" "$(policy_counts)"
 					echo 0 > $tr/events/zap_parallel/exit_mmap_zap_parallel/enable
 					echo 0 > $tr/events/zap_parallel/live_zap_parallel/enable
 					grep -E ' (exit_mmap|live)_zap_parallel: ' $tr/trace | sed 's/^/ZAPTRACE /'

@@ -30,6 +30,10 @@ use crate::{
         lockdep::LockdepMap,
         LockClassKey, //
     },
+    time::{
+        Instant,
+        Monotonic, //
+    },
     workqueue::scope_with_key, //
 };
 use core::{
@@ -110,6 +114,8 @@ pub struct Job<'a, I: Index> {
     pub(super) affinity: Affinity<'a, I>,
     alloc_flags: Flags,
     fall_back: bool,
+    /// The rest of a job after its probe: see [`Plan`].
+    pub(super) grid_at_start: bool,
     name: &'static CStr,
     key: Pin<&'static LockClassKey>,
     map: &'static LockdepMap,
@@ -159,6 +165,7 @@ impl<'a, I: Index> Job<'a, I> {
             affinity: Affinity::None,
             alloc_flags: GFP_KERNEL,
             fall_back: false,
+            grid_at_start: false,
             name,
             key,
             map,
@@ -285,17 +292,23 @@ impl<'a, I: Index> Job<'a, I> {
         self
     }
 
-    /// Makes the helpers stop taking chunks once they slow the job down: once the chunks take
-    /// so much longer on average than the calling thread's first that the threads together run
-    /// fewer chunks per second than the calling thread alone would. The calling thread then
-    /// runs what is left; [`Report::fell_back`] says whether that happened. Off by default.
+    /// Makes the helpers stop taking chunks once they slow the job down.
     ///
-    /// For jobs whose chunks cost about the same, on machines that may be busier than they look:
-    /// a guest whose host runs its vCPUs on fewer cores (a vCPU descheduled while it holds a
-    /// lock the others spin on), or locks the chunks contend on. The calling thread must be
-    /// able to take chunks while the helpers run (not an [`Affinity::Node`] job it is off the
-    /// node of, nor a strict job it leaves to helpers): otherwise there is nothing to compare
-    /// with and the job runs as without this. It costs two clock reads a chunk.
+    /// The calling thread first runs a probe alone, before any helper is queued: the first
+    /// `min_chunk` indices (at least one), up to the next aligned boundary. That is one more
+    /// chunk in [`Report::chunks`], which may be shorter than `min_chunk` if nothing is left
+    /// after it. The rest of the range is then a job of its own, cut from the probe's end. After
+    /// each of its chunks, the calling thread compares the time an index took in the chunks so
+    /// far with the probe's: once the threads together run fewer indices per second than the
+    /// calling thread did alone, helpers take no new chunk and the calling thread runs what is
+    /// left. [`Report::fell_back`] says whether that happened. Off by default.
+    ///
+    /// For jobs whose indices cost about the same, on machines that may be busier than they
+    /// look: a guest whose host runs its vCPUs on fewer cores (a vCPU descheduled while it holds
+    /// a lock the others spin on), or chunks that contend on a lock. Node and strict jobs
+    /// ([`Affinity::Node`], [`Affinity::ByIndexStrict`]), where the calling thread may not take
+    /// every chunk, and jobs of one thread, run without a probe, as if this were not set. It
+    /// costs the probe's head start over the helpers and two clock reads a chunk.
     ///
     /// # Examples
     ///
@@ -393,6 +406,77 @@ impl<'a, I: Index> Job<'a, I> {
         if plan.chunks == 0 {
             return (Ok(()), Report::default());
         }
+        if self.fall_back && plan.threads > 1 {
+            if let Some(probe_end) = self.probe_end() {
+                return self.run_probed(probe_end, &f);
+            }
+        }
+        self.run_planned(plan, &f, None)
+    }
+
+    /// Where the probe of a job that falls back ends: the first aligned boundary at least
+    /// `min_chunk` (and one index) past the start. `None` if that leaves nothing after it, or if
+    /// the calling thread may not take every chunk (node and strict affinities), where there
+    /// would be nothing to compare the probe with.
+    fn probe_end(&self) -> Option<u64> {
+        if matches!(
+            self.affinity,
+            Affinity::Node(_) | Affinity::ByIndexStrict(_)
+        ) {
+            return None;
+        }
+        let end = self
+            .start
+            .checked_add(self.min_chunk.max(1))?
+            .checked_next_multiple_of(self.align.get())?;
+        (end < self.end).then_some(end)
+    }
+
+    /// Runs a job that falls back: first its probe, `start..probe_end`, on the calling thread
+    /// alone, timed, then the rest as a job of its own whose threads compare their chunks with
+    /// it ([`Pace`]). The probe counts as one chunk of the calling thread.
+    fn run_probed<F>(&self, probe_end: u64, f: &F) -> (Result, Report)
+    where
+        F: Fn(Range<I>) -> Result + Sync,
+    {
+        let off_node = match self.affinity {
+            Affinity::ByIndex(node_of) => {
+                plan::chunk_node(node_of, I::from_u64(self.start)).is_some_and(|n| !on_node(n))
+            }
+            _ => false,
+        };
+        let probe = Report {
+            threads: 1,
+            chunks: 1,
+            off_node: usize::from(off_node),
+            fell_back: false,
+        };
+        let start = Instant::<Monotonic>::now();
+        if let Err(e) = f(I::from_u64(self.start)..I::from_u64(probe_end)) {
+            return (Err(e), probe);
+        }
+        let pace = Pace::new(start.elapsed(), probe_end - self.start);
+        // INVARIANT: `probe_end < self.end`, by `probe_end()`.
+        let rest = Job {
+            start: probe_end,
+            grid_at_start: true,
+            ..*self
+        };
+        let (res, report) = rest.run_planned(Plan::new(&rest), f, Some(pace));
+        let report = Report {
+            threads: report.threads.max(1),
+            chunks: report.chunks + 1,
+            off_node: report.off_node + probe.off_node,
+            fell_back: report.fell_back,
+        };
+        (res, report)
+    }
+
+    /// Runs a planned job, with `pace` if it falls back.
+    fn run_planned<F>(&self, plan: Plan, f: &F, pace: Option<Pace>) -> (Result, Report)
+    where
+        F: Fn(Range<I>) -> Result + Sync,
+    {
         let node = match self.affinity {
             Affinity::Node(node) => Some(node),
             // A job of one thread is one chunk, placed by its first index.
@@ -412,7 +496,7 @@ impl<'a, I: Index> Job<'a, I> {
                 Affinity::Node(_) | Affinity::ByIndexStrict(_)
             );
             if here || !placed {
-                return self.run_alone(&plan, &f, here);
+                return self.run_alone(&plan, f, here);
             }
         }
         let whole = [Segment::new(0, plan.chunks, node)];
@@ -428,10 +512,10 @@ impl<'a, I: Index> Job<'a, I> {
             plan,
             segments,
             strict: matches!(self.affinity, Affinity::ByIndexStrict(_)),
-            f: &f,
+            f,
             error: Atomic::new(0),
             off_node: Atomic::new(0),
-            pace: self.fall_back.then(Pace::new),
+            pace,
             _index: PhantomData,
         };
         let threads = shared.run(

@@ -28,7 +28,10 @@ const CHUNKS_PER_THREAD: u64 = 4;
 /// Chunk 0 is `start..first`; chunk `k > 0` is `first + (k - 1) * chunk` plus `chunk` indices,
 /// clipped to `end`. With two threads or more, `first` is the first multiple of `chunk` above
 /// `start`, or `end`, and `chunk` is a multiple of the alignment, so every inner boundary is
-/// aligned. A job of one thread is one chunk, the whole range: `first` is `end`.
+/// aligned. The rest of a job after its probe ([`Job::fall_back_when_slower`]) starts on an
+/// aligned boundary of its own: there `first` is `start + chunk`, or `end`, so that its first
+/// chunk is not cut short at an inner boundary. A job of one thread is one chunk, the whole
+/// range: `first` is `end`.
 #[derive(Clone, Copy)]
 pub(super) struct Plan {
     start: u64,
@@ -91,7 +94,12 @@ impl Plan {
         let chunk = chunk
             .checked_next_multiple_of(align)
             .unwrap_or(!(align - 1));
-        let first = match (start / chunk + 1).checked_mul(chunk) {
+        let next = if job.grid_at_start {
+            start.checked_add(chunk)
+        } else {
+            (start / chunk + 1).checked_mul(chunk)
+        };
+        let first = match next {
             Some(b) if b < end => b,
             _ => end,
         };

@@ -167,9 +167,8 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
                 return false;
             }
             if let (Some(pace), Some(start)) = (&self.pace, start) {
-                let caller = matches!(role, Role::Caller { .. });
-                pace.chunk_done(start, caller && *ran == 1);
-                if caller && *ran > 1 {
+                pace.chunk_done(start, r.end - r.start);
+                if matches!(role, Role::Caller { .. }) {
                     pace.check();
                 }
             }

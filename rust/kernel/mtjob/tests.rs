@@ -88,41 +88,49 @@ fn random_job(rng: &mut Rng, nodes: &[NumaNode]) -> Result {
         outside: Atomic::new(0),
     };
     let chunks = Atomic::new(0usize);
-    let report = crate::new_job!(start..end, "mtjob_test_random")?
+    let job = crate::new_job!(start..end, "mtjob_test_random")?
         .align(align)
         .min_chunk(min_chunk)
         .max_threads(max_threads)
-        .affinity(affinity)
-        .run(|r| {
-            chunks.add(1, Relaxed);
-            if r.start >= r.end || r.start < start || r.end > end {
-                broken.outside.add(1, Relaxed);
-                return Ok(());
-            }
-            let inner = |b: u64| b != start && b != end;
-            if (inner(r.start) && r.start % align.get() != 0)
-                || (inner(r.end) && r.end % align.get() != 0)
-            {
-                broken.unaligned.add(1, Relaxed);
-            }
-            if inner(r.start) && inner(r.end) && r.end - r.start < min_chunk {
-                broken.short.add(1, Relaxed);
-            }
-            for i in r {
-                visited[(i - start) as usize].add(1, Relaxed);
-            }
-            Ok(())
-        })?;
+        .affinity(affinity);
+    // A quarter of the jobs with a probe, whose rest must keep the same promises.
+    let fall_back = rng.below(4) == 0;
+    let job = if fall_back {
+        job.fall_back_when_slower()
+    } else {
+        job
+    };
+    let report = job.run(|r| {
+        chunks.add(1, Relaxed);
+        if r.start >= r.end || r.start < start || r.end > end {
+            broken.outside.add(1, Relaxed);
+            return Ok(());
+        }
+        let inner = |b: u64| b != start && b != end;
+        if (inner(r.start) && r.start % align.get() != 0)
+            || (inner(r.end) && r.end % align.get() != 0)
+        {
+            broken.unaligned.add(1, Relaxed);
+        }
+        if inner(r.start) && inner(r.end) && r.end - r.start < min_chunk {
+            broken.short.add(1, Relaxed);
+        }
+        for i in r {
+            visited[(i - start) as usize].add(1, Relaxed);
+        }
+        Ok(())
+    })?;
 
     let fail = |what: &str| -> Result {
         pr_err!(
-            "mtjob_test: {}: {}..{} align {} min_chunk {} max_threads {}: {:?}\n",
+            "mtjob_test: {}: {}..{} align {} min_chunk {} max_threads {} fall_back {}: {:?}\n",
             what,
             start,
             end,
             align.get(),
             min_chunk,
             max_threads.get(),
+            fall_back,
             report
         );
         Err(EINVAL)
