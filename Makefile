@@ -59,7 +59,7 @@ KMAKE = $(MAKE) -C $(TREE) O=$(KBUILD) LLVM=$(LLVM)
 	boottest-norust kernel-bench run check check-full \
 	kconfig-modversions kconfig-optin kernel-modversions boottest-modversions \
 	rustfmt rust-analyzer series series-scope series-build bench-hugetlb bench-free bench-engine \
-	bench-deferred stress clean distclean help
+	bench-deferred bench-slowdown stress clean distclean help
 
 all: help
 
@@ -79,6 +79,7 @@ help:
 	@echo "make bench-free-arm64  TLBIs per munmap/exit on arm64 by kind (QEMU plugin), serial, parallel free, parallel zap"
 	@echo "make bench-engine   mtjob_run() vs padata_do_multithreaded(), same jobs, one boot"
 	@echo "make bench-deferred deferred init per engine on 5 guest shapes, 15 boots each"
+	@echo "make bench-slowdown parallel / serial teardown time on 4 guest shapes (quiet, oversubscribed, busy host, one node): table and heatmap"
 	@echo "make stress  sanitizers, random jobs, fault injection, hotplug, 8-node server (hours)"
 	@echo "make series  cut the overlay into the RFC patches (build/series-7.3/)"
 	@echo "make series-scope  the scoped-work patches alone, with their own cover letter"
@@ -380,6 +381,16 @@ bench-deferred: kernel-bench
 	$(PYTHON_PLOT) scripts/bench.py deferred --kbuild $(KBUILD_BENCH) \
 		--repeat $(BOOTS) --guests $(GUESTS) \
 		--engines $(DEFERRED_ENGINES) --append "$(APPEND)"
+
+# The slowdown matrix of issue 49 (scripts/slowdown.py): the parallel free
+# and zap over serial, paired runs, median and p90, with what the policy
+# did, on four guest shapes (one boot each).  About 35 minutes with the
+# default 5 rounds; SLOWDOWN_SHAPES=name,... for fewer.
+SLOWDOWN_REPEAT ?= 5
+SLOWDOWN_SHAPES ?= quiet-2vcpu,busy-4vcpu,host-loaded-2vcpu,one-node-2vcpu
+bench-slowdown: kernel-bench
+	$(PYTHON_PLOT) scripts/slowdown.py --repeat $(SLOWDOWN_REPEAT) \
+		--shapes $(SLOWDOWN_SHAPES)
 
 # The reliability campaign (scripts/stress.py): sanitizer kernels in their
 # own build directories, randomized jobs, fault injection, CPU hotplug and a

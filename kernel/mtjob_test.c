@@ -49,6 +49,7 @@ struct rec {
 	atomic_t calls;
 	unsigned int delay_us;		/* per chunk, to overlap threads */
 	bool busy;			/* spin for delay_us instead of sleeping */
+	bool fast_first;		/* the first call returns at once */
 	unsigned long fail_at;		/* the chunk containing it fails */
 	int fail_errno;
 	atomic_t failed;		/* set by the failing chunk */
@@ -75,8 +76,9 @@ static int rec_fn(unsigned long start, unsigned long end, void *arg)
 	struct rec *r = arg;
 	unsigned long i;
 	int active, seen;
+	bool first;
 
-	atomic_inc(&r->calls);
+	first = atomic_inc_return(&r->calls) == 1;
 	if (atomic_read(&r->failed))
 		atomic_inc(&r->late);
 	active = atomic_inc_return(&r->active);
@@ -101,10 +103,13 @@ static int rec_fn(unsigned long start, unsigned long end, void *arg)
 
 	for (i = start; i < end && i - r->base < r->nr; i++)
 		atomic_inc(&r->counts[i - r->base]);
+	if (r->fast_first && first)
+		goto out;
 	if (r->delay_us && r->busy)
 		udelay(r->delay_us);
 	else if (r->delay_us)
 		usleep_range(r->delay_us, r->delay_us + 100);
+out:
 	atomic_dec(&r->active);
 
 	if (r->fail_at >= start && r->fail_at < end) {
@@ -806,6 +811,33 @@ static void mtjob_test_nowait(struct kunit *test)
 }
 
 /*
+ * struct mtjob.fall_back through mtjob_run_report(): the caller's probe (the
+ * first call) returns at once and every other chunk sleeps 1 ms, a thousand
+ * times as long, so the Rust engine falls back once a helper started; without
+ * fall_back, or with another engine, it never does.  Every index runs once.
+ */
+static void mtjob_test_fall_back(struct kunit *test)
+{
+	int pass;
+
+	for (pass = 0; pass < 2; pass++) {
+		struct rec *r = rec_alloc(test, 0, 256);
+		struct mtjob job = job_of(r, 0, r->nr);
+		struct mtjob_report rep;
+
+		r->delay_us = 1000;
+		r->fast_first = true;
+		job.max_threads = 2;
+		job.fall_back = pass == 0;
+		KUNIT_ASSERT_EQ(test, mtjob_run_report(&job, &rep), 0);
+		expect_each_once(test, r);
+		KUNIT_EXPECT_EQ(test, rep.fell_back,
+				job.fall_back && rep.nr_threads > 1 &&
+				rep.engine == MTJOB_ENGINE_RUST);
+	}
+}
+
+/*
  * A job of one thread is one chunk. Placed on a node (node and strict
  * affinities), it runs on that node: on the caller when it is there, else on
  * a helper there. A by-index one runs on the caller wherever it is, and
@@ -1476,6 +1508,7 @@ static struct kunit_case mtjob_test_cases[] = {
 	KUNIT_CASE(mtjob_test_concurrent),
 	KUNIT_CASE(mtjob_test_affinity_by_index_strict),
 	KUNIT_CASE(mtjob_test_nowait),
+	KUNIT_CASE(mtjob_test_fall_back),
 	KUNIT_CASE(mtjob_test_strict_nowait),
 	KUNIT_CASE(mtjob_test_one_thread),
 	KUNIT_CASE(mtjob_test_one_unit_edge),

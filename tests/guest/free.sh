@@ -809,7 +809,7 @@ policy_counts() {
 }
 policy_delta() {
 	set -- $1 $2
-	echo "BENCHPOLICY zap=$(($10 + ${11} + ${12} - $1 - $2 - $3))" \
+	echo "BENCHPOLICY zap=$((${10} + ${11} + ${12} - $1 - $2 - $3))" \
 		"zap_slow=$((${13} - $4)) zap_serial=$((${14} - $5))" \
 		"zap_busy=$((${15} - $6)) zap_refused=$((${16} - $7))" \
 		"free=$((${17} - $8)) free_slow=$((${18} - $9))"

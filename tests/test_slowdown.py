@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Unit tests of scripts/slowdown.py's parsing and pairing (python3 -m
+unittest; make check's "harness" stage).  The lines are shaped as
+tests/guest/free.sh prints them."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
+import slowdown  # noqa: E402
+
+POL = ("BENCHPOLICY zap={z} zap_slow={s} zap_serial=0 zap_busy={b} "
+       "zap_refused=0 free=0 free_slow=0\n")
+
+
+def run(mode, us, z=0, s=0, b=0, what="munmap"):
+    return (f"BENCH {mode} FREE {what} mib=1024 thp=0 us={us}\n"
+            + POL.format(z=z, s=s, b=b))
+
+
+class Slowdown(unittest.TestCase):
+    def test_paired_ratios_and_policy(self):
+        log = (run("off", 1000) + run("zap", 500, z=1) +
+               run("off", 2000) + run("zap", 3000, z=1, s=1) +
+               run("off", 1000) + run("zap", 1000, b=1))
+        rows = slowdown.cells("s", slowdown.parse(log))
+        self.assertEqual(len(rows), 1)
+        r = rows[0]
+        self.assertEqual((r["teardown"], r["mib"], r["mode"], r["runs"]),
+                         ("munmap", 1024, "zap", 3))
+        # Ratios 0.5, 1.5, 1.0: each over its own round's serial run.
+        self.assertAlmostEqual(r["median"], 1.0)
+        self.assertAlmostEqual(r["p90"], 1.5)
+        self.assertEqual((r["parallel"], r["fell_back"], r["refused"]),
+                         (2, 1, 1))
+
+    def test_unpaired_run_left_out(self):
+        rows = slowdown.cells("s", slowdown.parse(run("zap", 500, z=1)))
+        self.assertEqual(rows, [])
+
+    def test_teardowns_paired_apart(self):
+        log = (run("off", 1000) + run("off", 4000, what="exit") +
+               run("zap", 2000, what="exit", z=1) + run("zap", 500, z=1))
+        rows = {r["teardown"]: r for r in
+                slowdown.cells("s", slowdown.parse(log))}
+        self.assertAlmostEqual(rows["exit"]["median"], 0.5)
+        self.assertAlmostEqual(rows["munmap"]["median"], 0.5)
+
+    def test_p90_nearest_rank(self):
+        self.assertEqual(slowdown.p90(list(range(1, 11))), 9)
+        self.assertEqual(slowdown.p90([3]), 3)
+
+
+if __name__ == "__main__":
+    unittest.main()
