@@ -110,17 +110,13 @@ fn run(
         .min_chunk(job.min_chunk as u64)
         .max_threads(max_threads)
         .affinity(affinity)
-        .alloc_flags(flags);
-    let mtjob = if job.fall_back {
-        mtjob.fall_back_when_slower()
-    } else {
-        mtjob
-    };
+        .alloc_flags(flags)
+        .stop_helpers_when_slower(job.stop_when_slower);
     let (res, ran) = mtjob.run_and_report(|chunk| cb.chunk(chunk.start, chunk.end));
     // Also when a chunk failed: callers report how many threads worked.
     report.nr_threads = c_int::try_from(ran.threads()).unwrap_or(c_int::MAX);
     report.nr_off_node = c_ulong::try_from(ran.off_node()).unwrap_or(c_ulong::MAX);
-    report.fell_back = ran.fell_back();
+    report.helpers_stopped = ran.helpers_stopped();
     res
 }
 

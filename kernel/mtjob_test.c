@@ -811,12 +811,17 @@ static void mtjob_test_nowait(struct kunit *test)
 }
 
 /*
- * struct mtjob.fall_back through mtjob_run_report(): the caller's probe (the
- * first call) returns at once and every other chunk sleeps 1 ms, a thousand
- * times as long, so the Rust engine falls back once a helper started; without
- * fall_back, or with another engine, it never does.  Every index runs once.
+ * struct mtjob.stop_when_slower through mtjob_run_report(): the caller's
+ * probe (its first call, 8 indices) returns at once and every other chunk
+ * (about 31 indices) sleeps 5 ms, so an index costs the threads about 80 us
+ * each, where the probe took microseconds.  The Rust engine stops the helpers
+ * once one ran a chunk: the caller's check after its next chunk sees it.  A
+ * stopped helper runs the chunk it has and at most one it took just before;
+ * without the stop it would take about half of the 8.  Without
+ * stop_when_slower, or on another engine, nothing stops.  Every index runs
+ * once either way.
  */
-static void mtjob_test_fall_back(struct kunit *test)
+static void mtjob_test_stop_when_slower(struct kunit *test)
 {
 	int pass;
 
@@ -824,16 +829,22 @@ static void mtjob_test_fall_back(struct kunit *test)
 		struct rec *r = rec_alloc(test, 0, 256);
 		struct mtjob job = job_of(r, 0, r->nr);
 		struct mtjob_report rep;
+		unsigned int i, helper = 0;
 
-		r->delay_us = 1000;
+		r->delay_us = 5000;
 		r->fast_first = true;
+		job.min_chunk = 8;
 		job.max_threads = 2;
-		job.fall_back = pass == 0;
+		job.stop_when_slower = pass == 0;
 		KUNIT_ASSERT_EQ(test, mtjob_run_report(&job, &rep), 0);
 		expect_each_once(test, r);
-		KUNIT_EXPECT_EQ(test, rep.fell_back,
-				job.fall_back && rep.nr_threads > 1 &&
+		for (i = 0; i < min(r->nr_chunks, MAX_CHUNKS); i++)
+			helper += r->chunks[i].worker;
+		KUNIT_EXPECT_EQ(test, rep.helpers_stopped,
+				job.stop_when_slower && helper > 0 &&
 				rep.engine == MTJOB_ENGINE_RUST);
+		if (rep.helpers_stopped)
+			KUNIT_EXPECT_LE(test, helper, 2);
 	}
 }
 
@@ -1508,7 +1519,7 @@ static struct kunit_case mtjob_test_cases[] = {
 	KUNIT_CASE(mtjob_test_concurrent),
 	KUNIT_CASE(mtjob_test_affinity_by_index_strict),
 	KUNIT_CASE(mtjob_test_nowait),
-	KUNIT_CASE(mtjob_test_fall_back),
+	KUNIT_CASE(mtjob_test_stop_when_slower),
 	KUNIT_CASE(mtjob_test_strict_nowait),
 	KUNIT_CASE(mtjob_test_one_thread),
 	KUNIT_CASE(mtjob_test_one_unit_edge),

@@ -478,7 +478,7 @@ static bool tlb_free_parallel(struct mmu_gather *tlb, unsigned long freeable,
 		.min_chunk	= 1,
 		.max_threads	= tlb->parallel_free_helpers + 1,
 		.gfp		= GFP_NOWAIT,
-		.fall_back	= true,
+		.stop_when_slower	= true,
 		.name		= "mmu_gather",
 	};
 	struct mtjob_report report;
@@ -492,7 +492,13 @@ static bool tlb_free_parallel(struct mmu_gather *tlb, unsigned long freeable,
 	if (nr < 2)
 		return false;
 
-	job.size = nr;
+	/*
+	 * Batch 0, tlb->local, holds MMU_GATHER_BUNDLE pages at most, every
+	 * other one a page of them: the job leaves it to the caller, after,
+	 * so that the probe of stop_when_slower is a full batch.
+	 */
+	job.start = 1;
+	job.size = nr - 1;
 	if (READ_ONCE(sysctl_parallel_free_by_node) &&
 	    num_node_state(N_MEMORY) > 1) {
 		for_each_cpu_and(cpu, workqueue_unbound_cpumask(),
@@ -510,6 +516,7 @@ static bool tlb_free_parallel(struct mmu_gather *tlb, unsigned long freeable,
 	/* The job is valid by construction: on failure nothing ran. */
 	if (WARN_ON_ONCE(mtjob_run_report(&job, &report)))
 		return false;
+	tlb_free_batches(0, 1, &fj);
 	helper_ns = atomic64_read(&fj.helper_ns);
 	sched_account_offload(current, helper_ns);
 	if (trace_tlb_parallel_free_enabled()) {
@@ -528,8 +535,8 @@ static bool tlb_free_parallel(struct mmu_gather *tlb, unsigned long freeable,
 		count_vm_event(TLB_PARALLEL_FREE);
 		count_vm_events(TLB_PARALLEL_FREE_THREADS, report.nr_threads);
 	}
-	if (report.fell_back)
-		count_vm_event(TLB_PARALLEL_FREE_SLOW);
+	if (report.helpers_stopped)
+		count_vm_event(TLB_PARALLEL_FREE_HELPERS_STOPPED);
 	return true;
 }
 

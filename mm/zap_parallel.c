@@ -271,8 +271,8 @@ static atomic_t zap_parallel_helpers = ATOMIC_INIT(0);
  * @nr_dirtied: pages they counted as dirtied (task_struct.nr_dirtied), ditto
  * @helpers: helpers reserved for the job
  * @threads: threads that zapped, the caller included if it ran a chunk
- * @fell_back: the helpers stopped because they slowed the job down
- *	(&mtjob.fall_back); vm.parallel_zap_slow counts it
+ * @helpers_stopped: the helpers stopped because they slowed the job down
+ *	(&mtjob.stop_when_slower); vm.parallel_zap_helpers_stopped counts it
  * @job_ns: the job's time, in nanoseconds
  * @tail_ns: the time of the caller's zap of the VMAs it kept, after the job
  * @test_chunks: test only (CONFIG_PARALLEL_ZAP_REAPER_TEST): chunks started
@@ -306,7 +306,7 @@ struct zap_job {
 	atomic_t nr_dirtied;
 	int helpers;
 	int threads;
-	bool fell_back;
+	bool helpers_stopped;
 	u64 job_ns;
 	u64 tail_ns;
 #ifdef CONFIG_PARALLEL_ZAP_REAPER_TEST
@@ -906,7 +906,7 @@ static bool zap_parallel_plan(struct zap_job *zj, struct vm_area_struct *first,
 		.max_threads	= zj->helpers + 1,
 		.gfp		= GFP_NOWAIT,
 		.affinity	= MTJOB_AFFINITY_NONE,
-		.fall_back	= true,
+		.stop_when_slower	= true,
 		.name		= name,
 	};
 	if (zap_parallel_by_node(zj, first)) {
@@ -958,7 +958,7 @@ static void zap_parallel_finish(struct zap_job *zj, struct mmu_gather *tlb,
 	zap_caller_dirtied(zj);
 	zj->job_ns = local_clock() - start_ns;
 	zj->threads = report->nr_threads;
-	zj->fell_back = report->fell_back;
+	zj->helpers_stopped = report->helpers_stopped;
 
 	/*
 	 * After the job, so out of address order: what a serial unmap would
@@ -1008,8 +1008,8 @@ static void zap_parallel_count(const struct zap_job *zj,
 		count_vm_event(done);
 		count_vm_events(threads, zj->threads);
 	}
-	if (zj->fell_back)
-		count_vm_event(PARALLEL_ZAP_SLOW);
+	if (zj->helpers_stopped)
+		count_vm_event(PARALLEL_ZAP_HELPERS_STOPPED);
 }
 
 /**

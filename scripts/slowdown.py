@@ -3,7 +3,7 @@
 """The slowdown matrix (issue 49): for each teardown path the parallel time
 over the serial time, median and p90 of paired runs, on guest shapes chosen
 to span where the parallel paths win and where they lose, with what the
-policy did (went parallel, fell back, refused).
+policy did (went parallel, stopped its helpers, refused).
 
 Each shape is one boot of scripts/guest.py freebench on the benchmark
 kernel, its modes alternating run by run (off = serial, by_node = the
@@ -101,14 +101,14 @@ def cells(shape, runs):
         if key not in serial:
             continue
         c = out.setdefault((what, mib, mode), {
-            "ratios": [], "parallel": 0, "fell_back": 0, "refused": 0,
+            "ratios": [], "parallel": 0, "stopped": 0, "refused": 0,
             "runs": 0})
         c["ratios"].append(us / serial[key])
         c["runs"] += 1
         went = pol.get("zap", 0) + pol.get("free", 0)
         c["parallel"] += went > 0
-        c["fell_back"] += (pol.get("zap_slow", 0) +
-                           pol.get("free_slow", 0)) > 0
+        c["stopped"] += (pol.get("zap_stopped", 0) +
+                         pol.get("free_stopped", 0)) > 0
         c["refused"] += (pol.get("zap_busy", 0) +
                          pol.get("zap_refused", 0)) > 0 and not went
     rows = []
@@ -118,7 +118,7 @@ def cells(shape, runs):
             "runs": c["runs"],
             "median": statistics.median(c["ratios"]),
             "p90": p90(c["ratios"]),
-            "parallel": c["parallel"], "fell_back": c["fell_back"],
+            "parallel": c["parallel"], "stopped": c["stopped"],
             "refused": c["refused"]})
     return rows
 
@@ -165,7 +165,7 @@ def guest_log(name):
 
 def table(rows):
     out = ["| shape | teardown | mode | runs | parallel / serial, median "
-           "| p90 | went parallel | fell back | refused |",
+           "| p90 | went parallel | helpers stopped | refused |",
            "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         over = (r["median"] > BAR_MEDIAN or r["p90"] > BAR_P90)
@@ -173,7 +173,7 @@ def table(rows):
             f"| {r['shape']} | {r['teardown']} {r['mib']} MiB | "
             f"{r['mode']} | {r['runs']} | "
             f"{r['median']:.2f}x{' **over**' if over else ''} | "
-            f"{r['p90']:.2f}x | {r['parallel']} | {r['fell_back']} | "
+            f"{r['p90']:.2f}x | {r['parallel']} | {r['stopped']} | "
             f"{r['refused']} |")
     return "\n".join(out)
 

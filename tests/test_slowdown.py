@@ -9,8 +9,8 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
 import slowdown  # noqa: E402
 
-POL = ("BENCHPOLICY zap={z} zap_slow={s} zap_serial=0 zap_busy={b} "
-       "zap_refused=0 free=0 free_slow=0\n")
+POL = ("BENCHPOLICY zap={z} zap_stopped={s} zap_serial=0 zap_busy={b} "
+       "zap_refused=0 free=0 free_stopped=0\n")
 
 
 def run(mode, us, z=0, s=0, b=0, what="munmap"):
@@ -31,7 +31,7 @@ class Slowdown(unittest.TestCase):
         # Ratios 0.5, 1.5, 1.0: each over its own round's serial run.
         self.assertAlmostEqual(r["median"], 1.0)
         self.assertAlmostEqual(r["p90"], 1.5)
-        self.assertEqual((r["parallel"], r["fell_back"], r["refused"]),
+        self.assertEqual((r["parallel"], r["stopped"], r["refused"]),
                          (2, 1, 1))
 
     def test_unpaired_run_left_out(self):

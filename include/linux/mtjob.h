@@ -101,17 +101,18 @@ enum mtjob_engine {
  *	%GFP_NOWAIT a failed allocation means fewer helpers or one segment,
  *	never an error, and the caller never waits for a helper that has not
  *	started: it cancels those and runs their chunks itself.
- * @fall_back: the Rust engine stops the helpers once they slow the job down.
- *	The caller first runs a probe alone, before queueing helpers: the
- *	first max(@min_chunk, 1) indices, up to the next multiple of @align
- *	(one more chunk).  After each of its chunks it compares the time an
- *	index took since with the probe's: once the threads together run fewer
- *	indices a second than the caller did alone, helpers take no new chunk
- *	and the caller runs the rest (&mtjob_report.fell_back).  For jobs whose
- *	indices cost about the same, on machines busier than they look (a
- *	guest whose vCPUs outnumber its host's cores).  Ignored for jobs of
- *	one thread and for %MTJOB_AFFINITY_NODE and
- *	%MTJOB_AFFINITY_BY_INDEX_STRICT jobs.
+ * @stop_when_slower: the Rust engine stops the helpers once they slow the
+ *	job down.  The caller first runs a probe alone, timed, before queueing
+ *	helpers: the first max(@min_chunk, 1) indices, up to the next multiple
+ *	of @align (one more chunk).  After each of its chunks it compares the
+ *	time an index has taken since with the probe's: once the threads
+ *	together run fewer indices a second than the caller did alone, helpers
+ *	take no new chunk and the caller runs the rest
+ *	(&mtjob_report.helpers_stopped).  For jobs whose indices cost about the
+ *	same, on machines busier than they look (a guest whose vCPUs outnumber
+ *	its host's cores).  Ignored for %MTJOB_AFFINITY_NODE and
+ *	%MTJOB_AFFINITY_BY_INDEX_STRICT jobs and where the rest after the probe
+ *	would be one thread's.
  * @name: a short name for reports and warnings.
  */
 struct mtjob {
@@ -126,7 +127,7 @@ struct mtjob {
 	int node;
 	int (*node_of)(unsigned long index, void *arg);
 	gfp_t gfp;
-	bool fall_back;
+	bool stop_when_slower;
 	const char *name;
 };
 
@@ -143,14 +144,14 @@ struct mtjob {
  *	affinities) that started on a CPU not in that node's cpumask_of_node();
  *	0 for the padata and serial engines, which do not count them.  The
  *	chunks of a by-index node without CPUs count as its nearest node's.
- * @fell_back: the helpers stopped taking chunks because they slowed the
- *	job down (&mtjob.fall_back; Rust engine only).
+ * @helpers_stopped: the helpers stopped taking chunks because they slowed
+ *	the job down (&mtjob.stop_when_slower; Rust engine only).
  */
 struct mtjob_report {
 	enum mtjob_engine engine;
 	int nr_threads;
 	unsigned long nr_off_node;
-	bool fell_back;
+	bool helpers_stopped;
 };
 
 int __mtjob_run(const struct mtjob *job, struct mtjob_report *report,

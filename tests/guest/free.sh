@@ -793,14 +793,14 @@ tlb_counts() {
 
 # What the policy did in a run, from /proc/vmstat, after its BENCH line:
 #   BENCHPOLICY zap=<parallel zaps: exits, munmap()s, MADV_DONTNEEDs>
-#     zap_slow=<of those, fell back> zap_serial=<zaps by one thread>
+#     zap_stopped=<of those, helpers stopped> zap_serial=<zaps by one thread>
 #     zap_busy=<refused: no idle CPU> zap_refused=<refused: task>
-#     free=<parallel frees> free_slow=<fell back>
-# (struct mtjob.fall_back: vm.parallel_zap_slow, tlb_parallel_free_slow);
-# a counter the kernel lacks counts 0.
+#     free=<parallel frees> free_stopped=<helpers stopped>
+# (struct mtjob.stop_when_slower: parallel_zap_helpers_stopped and
+# tlb_parallel_free_helpers_stopped); a counter the kernel lacks counts 0.
 POLICY_COUNTERS="parallel_zap parallel_zap_munmap parallel_zap_dontneed
-parallel_zap_slow parallel_zap_serial parallel_zap_busy parallel_zap_refused
-tlb_parallel_free tlb_parallel_free_slow"
+parallel_zap_helpers_stopped parallel_zap_serial parallel_zap_busy
+parallel_zap_refused tlb_parallel_free tlb_parallel_free_helpers_stopped"
 policy_counts() {
 	awk -v names="$(echo $POLICY_COUNTERS)" '
 		{ v[$1] = $2 }
@@ -810,9 +810,9 @@ policy_counts() {
 policy_delta() {
 	set -- $1 $2
 	echo "BENCHPOLICY zap=$((${10} + ${11} + ${12} - $1 - $2 - $3))" \
-		"zap_slow=$((${13} - $4)) zap_serial=$((${14} - $5))" \
+		"zap_stopped=$((${13} - $4)) zap_serial=$((${14} - $5))" \
 		"zap_busy=$((${15} - $6)) zap_refused=$((${16} - $7))" \
-		"free=$((${17} - $8)) free_slow=$((${18} - $9))"
+		"free=$((${17} - $8)) free_stopped=$((${18} - $9))"
 }
 
 bench() {

@@ -65,7 +65,7 @@ pub struct Report {
     threads: usize,
     chunks: usize,
     off_node: usize,
-    fell_back: bool,
+    helpers_stopped: bool,
 }
 
 impl Report {
@@ -89,9 +89,9 @@ impl Report {
     }
 
     /// Returns whether the helpers stopped taking chunks because they slowed the job down
-    /// ([`Job::fall_back_when_slower`]); the calling thread then ran what was left.
-    pub fn fell_back(&self) -> bool {
-        self.fell_back
+    /// ([`Job::stop_helpers_when_slower`]); the calling thread then ran what was left.
+    pub fn helpers_stopped(&self) -> bool {
+        self.helpers_stopped
     }
 }
 
@@ -113,9 +113,7 @@ pub struct Job<'a, I: Index> {
     pub(super) max_threads: NonZeroUsize,
     pub(super) affinity: Affinity<'a, I>,
     alloc_flags: Flags,
-    fall_back: bool,
-    /// The rest of a job after its probe: see [`Plan`].
-    pub(super) grid_at_start: bool,
+    stop_when_slower: bool,
     name: &'static CStr,
     key: Pin<&'static LockClassKey>,
     map: &'static LockdepMap,
@@ -164,8 +162,7 @@ impl<'a, I: Index> Job<'a, I> {
             max_threads: NonZeroUsize::MIN,
             affinity: Affinity::None,
             alloc_flags: GFP_KERNEL,
-            fall_back: false,
-            grid_at_start: false,
+            stop_when_slower: false,
             name,
             key,
             map,
@@ -292,23 +289,27 @@ impl<'a, I: Index> Job<'a, I> {
         self
     }
 
-    /// Makes the helpers stop taking chunks once they slow the job down.
+    /// With `true`, makes the helpers stop taking chunks once they slow the job down.
     ///
     /// The calling thread first runs a probe alone, before any helper is queued: the first
     /// `min_chunk` indices (at least one), up to the next aligned boundary. That is one more
-    /// chunk in [`Report::chunks`], which may be shorter than `min_chunk` if nothing is left
-    /// after it. The rest of the range is then a job of its own, cut from the probe's end. After
+    /// chunk in [`Report::chunks`]. The rest of the range is then cut from the probe's end. After
     /// each of its chunks, the calling thread compares the time an index took in the chunks so
     /// far with the probe's: once the threads together run fewer indices per second than the
     /// calling thread did alone, helpers take no new chunk and the calling thread runs what is
-    /// left. [`Report::fell_back`] says whether that happened. Off by default.
+    /// left. [`Report::helpers_stopped`] says whether that happened. Off by default.
     ///
     /// For jobs whose indices cost about the same, on machines that may be busier than they
     /// look: a guest whose host runs its vCPUs on fewer cores (a vCPU descheduled while it holds
     /// a lock the others spin on), or chunks that contend on a lock. Node and strict jobs
     /// ([`Affinity::Node`], [`Affinity::ByIndexStrict`]), where the calling thread may not take
-    /// every chunk, and jobs of one thread, run without a probe, as if this were not set. It
-    /// costs the probe's head start over the helpers and two clock reads a chunk.
+    /// every chunk, and jobs whose rest after the probe would be one thread's, run without a
+    /// probe, as if this were not set. It costs the probe's head start over the helpers and two
+    /// clock reads a chunk.
+    ///
+    /// The comparison is per index: the indices of a job that stops its helpers should cost
+    /// about the same, or the probe's be no cheaper than the rest's. A probe that costs more
+    /// (one preempted, say) only makes the stop less likely.
     ///
     /// # Examples
     ///
@@ -321,17 +322,18 @@ impl<'a, I: Index> Job<'a, I> {
     /// let report = new_job!(0usize..1024)?
     ///     .min_chunk(16)
     ///     .max_threads(NonZeroUsize::new(2).ok_or(EINVAL)?)
-    ///     .fall_back_when_slower()
+    ///     .stop_helpers_when_slower(true)
     ///     .run(|_| {
     ///         chunks.add(1, Relaxed);
     ///         Ok(())
     ///     })?;
-    /// // Whether or not the helpers stopped, every chunk ran once.
+    /// // Whether or not the helpers stopped, every chunk ran once; a stop needs a helper.
     /// assert_eq!(chunks.load(Relaxed), report.chunks());
+    /// assert!(!report.helpers_stopped() || report.threads() > 1);
     /// # Ok::<(), Error>(())
     /// ```
-    pub fn fall_back_when_slower(mut self) -> Self {
-        self.fall_back = true;
+    pub fn stop_helpers_when_slower(mut self, stop: bool) -> Self {
+        self.stop_when_slower = stop;
         self
     }
 
@@ -406,15 +408,19 @@ impl<'a, I: Index> Job<'a, I> {
         if plan.chunks == 0 {
             return (Ok(()), Report::default());
         }
-        if self.fall_back && plan.threads > 1 {
+        if self.stop_when_slower && plan.threads > 1 {
             if let Some(probe_end) = self.probe_end() {
-                return self.run_probed(probe_end, &f);
+                let rest = Plan::after_probe(self, probe_end);
+                // A probe that left the rest to one thread would only make the job serial.
+                if rest.threads > 1 {
+                    return self.run_probed(probe_end, rest, &f);
+                }
             }
         }
         self.run_planned(plan, &f, None)
     }
 
-    /// Where the probe of a job that falls back ends: the first aligned boundary at least
+    /// Where the probe of a job that stops its helpers when slower ends: the first aligned boundary at least
     /// `min_chunk` (and one index) past the start. `None` if that leaves nothing after it, or if
     /// the calling thread may not take every chunk (node and strict affinities), where there
     /// would be nothing to compare the probe with.
@@ -432,10 +438,10 @@ impl<'a, I: Index> Job<'a, I> {
         (end < self.end).then_some(end)
     }
 
-    /// Runs a job that falls back: first its probe, `start..probe_end`, on the calling thread
-    /// alone, timed, then the rest as a job of its own whose threads compare their chunks with
-    /// it ([`Pace`]). The probe counts as one chunk of the calling thread.
-    fn run_probed<F>(&self, probe_end: u64, f: &F) -> (Result, Report)
+    /// Runs a job that stops its helpers when slower: first its probe, `start..probe_end`, on
+    /// the calling thread alone, timed, then `rest`, whose threads compare their chunks with it
+    /// ([`Pace`]). The probe counts as one chunk of the calling thread.
+    fn run_probed<F>(&self, probe_end: u64, rest: Plan, f: &F) -> (Result, Report)
     where
         F: Fn(Range<I>) -> Result + Sync,
     {
@@ -449,30 +455,24 @@ impl<'a, I: Index> Job<'a, I> {
             threads: 1,
             chunks: 1,
             off_node: usize::from(off_node),
-            fell_back: false,
+            helpers_stopped: false,
         };
         let start = Instant::<Monotonic>::now();
         if let Err(e) = f(I::from_u64(self.start)..I::from_u64(probe_end)) {
             return (Err(e), probe);
         }
         let pace = Pace::new(start.elapsed(), probe_end - self.start);
-        // INVARIANT: `probe_end < self.end`, by `probe_end()`.
-        let rest = Job {
-            start: probe_end,
-            grid_at_start: true,
-            ..*self
-        };
-        let (res, report) = rest.run_planned(Plan::new(&rest), f, Some(pace));
+        let (res, report) = self.run_planned(rest, f, Some(pace));
         let report = Report {
-            threads: report.threads.max(1),
+            threads: report.threads,
             chunks: report.chunks + 1,
             off_node: report.off_node + probe.off_node,
-            fell_back: report.fell_back,
+            helpers_stopped: report.helpers_stopped,
         };
         (res, report)
     }
 
-    /// Runs a planned job, with `pace` if it falls back.
+    /// Runs the chunks of `plan`; with `pace`, after the calling thread ran the probe.
     fn run_planned<F>(&self, plan: Plan, f: &F, pace: Option<Pace>) -> (Result, Report)
     where
         F: Fn(Range<I>) -> Result + Sync,
@@ -529,7 +529,7 @@ impl<'a, I: Index> Job<'a, I> {
             threads,
             chunks: plan.chunks,
             off_node: shared.off_node.load(Relaxed),
-            fell_back: shared.pace.as_ref().is_some_and(Pace::stopped),
+            helpers_stopped: shared.pace.as_ref().is_some_and(Pace::stopped),
         };
         match shared.error.load(Relaxed) {
             0 => (Ok(()), report),
@@ -563,7 +563,7 @@ impl<'a, I: Index> Job<'a, I> {
             threads: 1,
             chunks: 1,
             off_node,
-            fell_back: false,
+            helpers_stopped: false,
         };
         (res, report)
     }

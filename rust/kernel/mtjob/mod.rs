@@ -301,12 +301,3 @@ pub enum Affinity<'a, I> {
     /// counts it.
     ByIndexStrict(&'a (dyn Fn(I) -> Option<NumaNode> + Sync)),
 }
-
-// Not derived: that would ask `I: Copy`, and an affinity only holds a node or a reference.
-impl<I> Clone for Affinity<'_, I> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<I> Copy for Affinity<'_, I> {}

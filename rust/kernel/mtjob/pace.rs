@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The pace of a job's threads, for [`Job::fall_back_when_slower`]: whether the helpers slow the
-//! job down.
+//! The pace of a job's threads, for [`Job::stop_helpers_when_slower`]: whether the helpers slow
+//! the job down.
 //!
-//! [`Job::fall_back_when_slower`]: super::Job::fall_back_when_slower
+//! [`Job::stop_helpers_when_slower`]: super::Job::stop_helpers_when_slower
 
 use crate::{
     sync::atomic::{
+        Acquire,
         Atomic,
-        Relaxed, //
+        Relaxed,
+        Release, //
     },
     time::{
         Delta,
@@ -17,27 +19,26 @@ use crate::{
     },
 };
 
-/// What a job that falls back measured: its probe, and the chunks since.
+/// What a job that stops its helpers when slower measured: its probe, and the chunks since.
 ///
 /// The calling thread ran the probe alone, before any helper was queued: `solo_ns` for
-/// `solo_len` indices is what the job's indices cost one thread that nothing slows down. Every
-/// chunk since adds its time to `busy_ns` and its indices to `busy_len`. With `n` threads each
-/// taking `busy_ns / busy_len` an index, the job runs `n * busy_len / busy_ns` indices a
+/// `solo_len` indices is what the job's indices cost one thread that nothing else slows down.
+/// Every chunk since adds its time to `busy_ns` and its indices to `busy_len`. With `n` threads
+/// each taking `busy_ns / busy_len` an index, the job runs `n * busy_len / busy_ns` indices a
 /// nanosecond, against `solo_len / solo_ns` for the calling thread alone: it is slower than
 /// serial once `busy_ns * solo_len > n * solo_ns * busy_len`. The calling thread checks that
 /// after each of its chunks and sets `stopped`; helpers then take no new chunk, and the calling
 /// thread runs the rest.
 ///
-/// Why threads that are each fast alone can be slower together: on a guest whose vCPUs
-/// outnumber the host's cores, a vCPU the host deschedules while it holds a spinlock (a zone's
-/// lock, a node's LRU lock) keeps the others spinning for a host time slice, and a TLB
-/// shootdown waits for every vCPU it targets to run. With 4 vCPUs on 2 host cores, the parallel
-/// zap of a live 1 GiB `munmap()` took 0.95 s against 0.32 s serially, its four threads busy
-/// all along; nothing the scheduler shows beforehand tells.
+/// `n` is the calling thread and the helpers that started, whether or not they still have a
+/// chunk, and a chunk counts once it ended: both make the job look faster than it is, so the
+/// check errs towards keeping the helpers. Only the calling thread decides: if it is the one
+/// held up, nobody does until its chunk ends.
 ///
-/// # Invariants
-///
-/// `solo_ns > 0` and `solo_len > 0`.
+/// Threads that are each fast alone can be slower together: on a guest whose vCPUs outnumber
+/// the host's cores, a vCPU the host deschedules while it holds a spinlock (a zone's lock, a
+/// node's LRU lock) keeps the others spinning for a host time slice, and a TLB shootdown waits
+/// for every vCPU it targets to run. Nothing the scheduler shows beforehand tells.
 pub(super) struct Pace {
     solo_ns: u64,
     solo_len: u64,
@@ -51,19 +52,18 @@ pub(super) struct Pace {
     stopped: Atomic<bool>,
 }
 
-/// Nanoseconds of `delta`, at least 1: a clock that did not move says little, and the checks
-/// divide by nothing but compare products, where 0 would always win.
+/// Nanoseconds of `delta`, at least 1: a clock that did not move still took some time.
 fn nanos(delta: Delta) -> u64 {
     u64::try_from(delta.as_nanos()).unwrap_or(0).max(1)
 }
 
 impl Pace {
-    /// A pace whose probe of `len` indices took `solo`.
+    /// A pace whose probe of `len` indices, `len > 0`, took `solo`.
     pub(super) fn new(solo: Delta, len: u64) -> Self {
-        // INVARIANT: `nanos()` is at least 1, and so is `len.max(1)`.
+        debug_assert!(len > 0);
         Self {
             solo_ns: nanos(solo),
-            solo_len: len.max(1),
+            solo_len: len,
             busy_ns: Atomic::new(0),
             busy_len: Atomic::new(0),
             started: Atomic::new(0),
@@ -71,7 +71,7 @@ impl Pace {
         }
     }
 
-    /// A helper started working on the job.
+    /// A helper started working on the job, before it takes a chunk.
     pub(super) fn helper_started(&self) {
         self.started.add(1, Relaxed);
     }
@@ -84,30 +84,30 @@ impl Pace {
     /// Records a chunk of `len` indices that started at `start`.
     pub(super) fn chunk_done(&self, start: Instant<Monotonic>, len: u64) {
         self.busy_ns.add(nanos(start.elapsed()), Relaxed);
-        self.busy_len.add(len, Relaxed);
+        // Release: whoever reads this sum with `Acquire` also sees, for a helper, that it
+        // started (before this in its program order).
+        self.busy_len.fetch_add(len, Release);
     }
 
     /// Called by the calling thread after each of its chunks: stops the helpers if the job runs
-    /// slower than the calling thread would alone. Returns whether they are stopped.
-    ///
-    /// The sums are read without ordering between them: a chunk counted in one but not yet in
-    /// the other makes the job look faster or slower by one chunk, and only the calling thread
-    /// decides, on sums that include at least its own chunk.
-    pub(super) fn check(&self) -> bool {
+    /// slower than the calling thread would alone.
+    pub(super) fn check(&self) {
         if self.stopped() {
-            return true;
+            return;
         }
+        // The time first: a chunk that ends before the indices are read then counts with its
+        // indices and without its time, which makes the job look faster, never slower. The
+        // indices with `Acquire`: the helper of every chunk they count is in `started`.
+        let busy_ns = u128::from(self.busy_ns.load(Relaxed));
+        let busy_len = u128::from(self.busy_len.load(Acquire));
         let threads = 1 + self.started.load(Relaxed);
         if threads == 1 {
-            return false;
+            return;
         }
-        let busy_ns = u128::from(self.busy_ns.load(Relaxed));
-        let busy_len = u128::from(self.busy_len.load(Relaxed));
         let solo = u128::from(threads) * u128::from(self.solo_ns);
+        // Saturating: a product that does not fit only keeps the helpers.
         if busy_ns.saturating_mul(u128::from(self.solo_len)) > solo.saturating_mul(busy_len) {
             self.stopped.store(true, Relaxed);
-            return true;
         }
-        false
     }
 }

@@ -28,10 +28,10 @@ const CHUNKS_PER_THREAD: u64 = 4;
 /// Chunk 0 is `start..first`; chunk `k > 0` is `first + (k - 1) * chunk` plus `chunk` indices,
 /// clipped to `end`. With two threads or more, `first` is the first multiple of `chunk` above
 /// `start`, or `end`, and `chunk` is a multiple of the alignment, so every inner boundary is
-/// aligned. The rest of a job after its probe ([`Job::fall_back_when_slower`]) starts on an
-/// aligned boundary of its own: there `first` is `start + chunk`, or `end`, so that its first
-/// chunk is not cut short at an inner boundary. A job of one thread is one chunk, the whole
-/// range: `first` is `end`.
+/// aligned. The rest of a job after its probe ([`Job::stop_helpers_when_slower`]) starts on an
+/// aligned boundary of its own ([`Plan::after_probe`]): there `first` is `start + chunk`, or
+/// `end`, so that its first chunk is not cut short at an inner boundary. A job of one thread is
+/// one chunk, the whole range: `first` is `end`.
 #[derive(Clone, Copy)]
 pub(super) struct Plan {
     start: u64,
@@ -46,7 +46,17 @@ pub(super) struct Plan {
 
 impl Plan {
     pub(super) fn new<I: Index>(job: &Job<'_, I>) -> Self {
-        let (start, end) = (job.start, job.end);
+        Self::cut(job, job.start, false)
+    }
+
+    /// The plan of `job` after its probe, from `probe_end` (aligned, in the job's range) on.
+    pub(super) fn after_probe<I: Index>(job: &Job<'_, I>, probe_end: u64) -> Self {
+        Self::cut(job, probe_end, true)
+    }
+
+    /// Cuts `start..job.end`; with `grid_at_start`, chunk boundaries count from `start`.
+    fn cut<I: Index>(job: &Job<'_, I>, start: u64, grid_at_start: bool) -> Self {
+        let end = job.end;
         let size = end - start;
         if size == 0 {
             return Self {
@@ -94,7 +104,7 @@ impl Plan {
         let chunk = chunk
             .checked_next_multiple_of(align)
             .unwrap_or(!(align - 1));
-        let next = if job.grid_at_start {
+        let next = if grid_at_start {
             start.checked_add(chunk)
         } else {
             (start / chunk + 1).checked_mul(chunk)

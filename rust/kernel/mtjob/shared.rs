@@ -100,7 +100,7 @@ pub(super) struct Shared<'s, I, F> {
     /// Chunks with a node that started on a CPU not in that node's `cpumask_of_node()`.
     pub(super) off_node: Atomic<usize>,
     /// The chunks' times, if the helpers are to stop when they slow the job down
-    /// ([`Job::fall_back_when_slower`](super::Job::fall_back_when_slower)).
+    /// ([`Job::stop_helpers_when_slower`](super::Job::stop_helpers_when_slower)).
     pub(super) pace: Option<Pace>,
     pub(super) _index: PhantomData<fn(I)>,
 }
@@ -323,7 +323,8 @@ impl<'s, I: Index, F: Fn(Range<I>) -> Result + Sync> Shared<'s, I, F> {
         // Every helper finished or was cancelled: take what is left (segments whose helper was
         // cancelled or could not be allocated, chunks of nodes that lost their CPUs).
         let swept = self.work(Some(me), Role::Sweep);
-        helpers + usize::from(caller_ran + swept > 0)
+        // After a probe ([`Pace`]) the calling thread has worked whatever it ran since.
+        helpers + usize::from(caller_ran + swept > 0 || self.pace.is_some())
     }
 }
 

@@ -94,12 +94,8 @@ fn random_job(rng: &mut Rng, nodes: &[NumaNode]) -> Result {
         .max_threads(max_threads)
         .affinity(affinity);
     // A quarter of the jobs with a probe, whose rest must keep the same promises.
-    let fall_back = rng.below(4) == 0;
-    let job = if fall_back {
-        job.fall_back_when_slower()
-    } else {
-        job
-    };
+    let stop_when_slower = rng.below(4) == 0;
+    let job = job.stop_helpers_when_slower(stop_when_slower);
     let report = job.run(|r| {
         chunks.add(1, Relaxed);
         if r.start >= r.end || r.start < start || r.end > end {
@@ -123,14 +119,14 @@ fn random_job(rng: &mut Rng, nodes: &[NumaNode]) -> Result {
 
     let fail = |what: &str| -> Result {
         pr_err!(
-            "mtjob_test: {}: {}..{} align {} min_chunk {} max_threads {} fall_back {}: {:?}\n",
+            "mtjob_test: {}: {}..{} align {} min_chunk {} max_threads {} stop {}: {:?}\n",
             what,
             start,
             end,
             align.get(),
             min_chunk,
             max_threads.get(),
-            fall_back,
+            stop_when_slower,
             report
         );
         Err(EINVAL)
@@ -218,37 +214,48 @@ mod cases {
         Ok(())
     }
 
-    /// With [`Job::fall_back_when_slower`](super::super::Job::fall_back_when_slower), a job whose
-    /// chunks take a thousand times the caller's first falls back; without it, the same job
-    /// does not. Both run every index once. The margin (1 ms against microseconds) is so wide
-    /// that no timing decides.
+    /// [`Job::stop_helpers_when_slower`](super::super::Job::stop_helpers_when_slower): the
+    /// caller's probe (8 indices) returns at once and every other chunk (about 31 indices)
+    /// sleeps 5 ms, so the helpers stop once one ran a chunk (the caller's check after its next
+    /// chunk sees it), and a stopped helper runs at most the chunk it has and one it took just
+    /// before; without the stop it would take about half of the 8. Without the setting nothing
+    /// stops. Every index runs once either way.
     #[test]
-    fn slow_helpers_fall_back() -> Result {
+    fn slow_helpers_stop() -> Result {
         // An address, compared only: a raw pointer is not `Sync`.
         let caller = crate::task::Task::current_raw().addr();
         let two = NonZeroUsize::new(2).ok_or(EINVAL)?;
-        for fall_back in [true, false] {
-            let caller_chunks = Atomic::new(0usize);
-            let visited = Atomic::new(0u64);
-            let job = crate::new_job!(0u64..256)?.min_chunk(1).max_threads(two);
-            let job = if fall_back {
-                job.fall_back_when_slower()
-            } else {
-                job
-            };
-            let report = job.run(|r| {
-                let first = crate::task::Task::current_raw().addr() == caller
-                    && caller_chunks.fetch_add(1, Relaxed) == 0;
-                // The caller's first chunk returns at once, every other takes a millisecond.
-                if !first {
-                    crate::time::delay::fsleep(crate::time::Delta::from_millis(1));
-                }
-                visited.add(r.end - r.start, Relaxed);
-                Ok(())
-            })?;
-            assert_eq!(visited.load(Relaxed), 256);
-            // Without a helper that started (one CPU) there is nothing to fall back from.
-            assert_eq!(report.fell_back(), fall_back && report.threads() > 1);
+        for stop in [true, false] {
+            let probed = Atomic::new(false);
+            let helper_chunks = Atomic::new(0usize);
+            let mut visited = KVec::with_capacity(256, GFP_KERNEL)?;
+            for _ in 0..256 {
+                visited.push(Atomic::new(0u32), GFP_KERNEL)?;
+            }
+            let report = crate::new_job!(0usize..256)?
+                .min_chunk(8)
+                .max_threads(two)
+                .stop_helpers_when_slower(stop)
+                .run(|r| {
+                    let on_caller = crate::task::Task::current_raw().addr() == caller;
+                    if !on_caller {
+                        helper_chunks.add(1, Relaxed);
+                    }
+                    // The caller's first chunk, the probe with `stop`, returns at once.
+                    if !(on_caller && !probed.xchg(true, Relaxed)) {
+                        crate::time::delay::fsleep(crate::time::Delta::from_millis(5));
+                    }
+                    for i in r {
+                        visited[i].add(1, Relaxed);
+                    }
+                    Ok(())
+                })?;
+            assert!(visited.iter().all(|v| v.load(Relaxed) == 1));
+            let helpers = helper_chunks.load(Relaxed);
+            assert_eq!(report.helpers_stopped(), stop && helpers > 0);
+            if report.helpers_stopped() {
+                assert!(helpers <= 2);
+            }
         }
         Ok(())
     }
