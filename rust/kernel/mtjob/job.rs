@@ -420,10 +420,10 @@ impl<'a, I: Index> Job<'a, I> {
         self.run_planned(plan, &f, None)
     }
 
-    /// Where the probe of a job that stops its helpers when slower ends: the first aligned boundary at least
-    /// `min_chunk` (and one index) past the start. `None` if that leaves nothing after it, or if
-    /// the calling thread may not take every chunk (node and strict affinities), where there
-    /// would be nothing to compare the probe with.
+    /// Where the probe of a job that stops its helpers when slower ends: the first aligned
+    /// boundary at least `min_chunk` (and one index) past the start. `None` if that leaves
+    /// nothing after it, or if the calling thread may not take every chunk (node and strict
+    /// affinities), where there would be nothing to compare the probe with.
     fn probe_end(&self) -> Option<u64> {
         if matches!(
             self.affinity,
