@@ -92,9 +92,11 @@ TOGGLE_TRACE_RE = re.compile(r"^TOGGLETRACE" + TLB_TRACE, re.M)
 # (a large folio's entry takes two).
 BATCH_PAGES = 509
 LOCAL_BATCH_PAGES = 7
+# The free's job is over the batches after tlb->local (index 0), which
+# the caller frees itself: it starts at 1.
 JOB_TRACE_RE = re.compile(
     r"^FREETRACE .* mtjob_run: name=mmu_gather caller=(\S+) engine=(\w+) "
-    r"start=0 size=(\d+) max_threads=(\d+) threads=(\d+) off_node=(\d+) "
+    r"start=1 size=(\d+) max_threads=(\d+) threads=(\d+) off_node=(\d+) "
     r"ret=(-?\d+) duration_ns=(\d+)$", re.M)
 FREEACCT_RE = re.compile(r"^FREEACCT (\S+) cgroup_us=(-?\d+) self_us=(-?\d+)$",
                          re.M)
