@@ -384,8 +384,9 @@ bench-deferred: kernel-bench
 
 # The slowdown matrix of issue 49 (scripts/slowdown.py): the parallel free
 # and zap over serial, paired runs, median and p90, with what the policy
-# did, on four guest shapes (one boot each).  About 35 minutes with the
-# default 5 rounds; SLOWDOWN_SHAPES=name,... for fewer.
+# did, on four guest shapes (one boot each).  About 40 minutes with the
+# default 5 rounds (2026-11-29: quiet 14, busy 6, loaded host 9);
+# SLOWDOWN_SHAPES=name,... for fewer.
 SLOWDOWN_REPEAT ?= 5
 SLOWDOWN_SHAPES ?= quiet-2vcpu,busy-4vcpu,host-loaded-2vcpu,one-node-2vcpu
 bench-slowdown: kernel-bench
