@@ -189,7 +189,7 @@ def heatmap(rows):
     for r in rows:
         grid[ylabels.index((r["shape"], r["teardown"], r["mib"]))][
             modes.index(r["mode"])] = r["median"]
-    fig, ax = plt.subplots(figsize=(2 + 1.6 * len(modes),
+    fig, ax = plt.subplots(figsize=(4.5 + 1.6 * len(modes),
                                     1 + 0.45 * len(ylabels)))
     im = ax.imshow(grid, cmap="RdYlGn_r", vmin=0.4, vmax=1.6,
                    aspect="auto")
@@ -201,7 +201,7 @@ def heatmap(rows):
             if v == v:
                 ax.text(j, i, f"{v:.2f}x", ha="center", va="center",
                         fontsize=8)
-    ax.set_title("parallel / serial time, median (lower is faster; "
+    ax.set_title(f"parallel / serial time, median\n(below 1 is faster; "
                  f"bar {BAR_MEDIAN}x)")
     fig.colorbar(im, ax=ax)
     return benchplot.save(fig, "slowdown")
