@@ -813,8 +813,9 @@ static void mtjob_test_nowait(struct kunit *test)
 /*
  * struct mtjob.stop_when_slower through mtjob_run_report(): the caller's
  * probe (its first call, 8 indices) returns at once and every other chunk
- * (about 31 indices) sleeps 5 ms, so an index costs the threads about 80 us
- * each, where the probe took microseconds.  The Rust engine stops the helpers
+ * (about 31 indices) sleeps 20 ms, so an index costs the threads about
+ * 320 us each, where the probe took microseconds (a probe preempted for up
+ * to 2.5 ms still leaves the stop due).  The Rust engine stops the helpers
  * once one ran a chunk: the caller's check after its next chunk sees it.  A
  * stopped helper runs the chunk it has and at most one it took just before;
  * without the stop it would take about half of the 8.  Without
@@ -831,7 +832,7 @@ static void mtjob_test_stop_when_slower(struct kunit *test)
 		struct mtjob_report rep;
 		unsigned int i, helper = 0;
 
-		r->delay_us = 5000;
+		r->delay_us = 20000;
 		r->fast_first = true;
 		job.min_chunk = 8;
 		job.max_threads = 2;

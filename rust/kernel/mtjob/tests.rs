@@ -216,7 +216,7 @@ mod cases {
 
     /// [`Job::stop_helpers_when_slower`](super::super::Job::stop_helpers_when_slower): the
     /// caller's probe (8 indices) returns at once and every other chunk (about 31 indices)
-    /// sleeps 5 ms, so the helpers stop once one ran a chunk (the caller's check after its next
+    /// sleeps 20 ms, so the helpers stop once one ran a chunk (the caller's check after its next
     /// chunk sees it), and a stopped helper runs at most the chunk it has and one it took just
     /// before; without the stop it would take about half of the 8. Without the setting nothing
     /// stops. Every index runs once either way.
@@ -243,7 +243,7 @@ mod cases {
                     }
                     // The caller's first chunk, the probe with `stop`, returns at once.
                     if !(on_caller && !probed.xchg(true, Relaxed)) {
-                        crate::time::delay::fsleep(crate::time::Delta::from_millis(5));
+                        crate::time::delay::fsleep(crate::time::Delta::from_millis(20));
                     }
                     for i in r {
                         visited[i].add(1, Relaxed);
