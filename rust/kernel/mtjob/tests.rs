@@ -242,7 +242,8 @@ mod cases {
                         helper_chunks.add(1, Relaxed);
                     }
                     // The caller's first chunk, the probe with `stop`, returns at once.
-                    if !(on_caller && !probed.xchg(true, Relaxed)) {
+                    let probe = on_caller && !probed.xchg(true, Relaxed);
+                    if !probe {
                         crate::time::delay::fsleep(crate::time::Delta::from_millis(20));
                     }
                     for i in r {
