@@ -813,12 +813,13 @@ static void mtjob_test_nowait(struct kunit *test)
 /*
  * struct mtjob.stop_when_slower through mtjob_run_report(): the caller's
  * probe (its first call, 8 indices) returns at once and every other chunk
- * (about 31 indices) sleeps 20 ms, so an index costs the threads about
- * 320 us each, where the probe took microseconds (a probe preempted for up
- * to 2.5 ms still leaves the stop due).  The Rust engine stops the helpers
- * once one ran a chunk: the caller's check after its next chunk sees it.  A
- * stopped helper runs the chunk it has and at most one it took just before;
- * without the stop it would take about half of the 8.  Without
+ * (8 indices: the rest is cut in 16 chunks a thread, at least min_chunk)
+ * sleeps 20 ms, so an index costs the two threads 1.25 ms each, where the
+ * probe took microseconds (a probe preempted for up to 10 ms still leaves
+ * the stop due).  The Rust engine stops the helpers once one ran a chunk:
+ * the caller's check after its next chunk sees it.  A stopped helper runs
+ * the chunk it has and at most one it took just before; without the stop it
+ * would take about half of the 31.  Without
  * stop_when_slower, or on another engine, nothing stops.  Every index runs
  * once either way.
  */
@@ -847,6 +848,45 @@ static void mtjob_test_stop_when_slower(struct kunit *test)
 		if (rep.helpers_stopped)
 			KUNIT_EXPECT_LE(test, helper, 2);
 	}
+}
+
+/*
+ * struct mtjob_backoff: each stop in a row leaves 1, 3, 7, ... jobs serial,
+ * up to MTJOB_BACKOFF_MAX; a job whose helpers ran to its end ends the
+ * backoff, as a reset does; a serial one changes nothing.
+ */
+static void mtjob_test_backoff(struct kunit *test)
+{
+	const struct mtjob_report stopped = {
+		.nr_threads = 2, .helpers_stopped = true,
+	};
+	const struct mtjob_report kept = { .nr_threads = 2 };
+	const struct mtjob_report serial = { .nr_threads = 1 };
+	struct mtjob_backoff b = {};
+	int stop, n, expect = 0;
+
+	KUNIT_EXPECT_FALSE(test, mtjob_backoff_skip(&b));
+	for (stop = 0; stop < 8; stop++) {
+		mtjob_backoff_update(&b, &stopped);
+		expect = min(2 * expect + 1, MTJOB_BACKOFF_MAX);
+		/* A serial job in the backoff does not end it. */
+		mtjob_backoff_update(&b, &serial);
+		for (n = 0; n < expect; n++)
+			KUNIT_ASSERT_TRUE(test, mtjob_backoff_skip(&b));
+		KUNIT_EXPECT_FALSE(test, mtjob_backoff_skip(&b));
+	}
+	KUNIT_EXPECT_EQ(test, expect, MTJOB_BACKOFF_MAX);
+	mtjob_backoff_update(&b, &kept);
+	mtjob_backoff_update(&b, &stopped);
+	KUNIT_EXPECT_TRUE(test, mtjob_backoff_skip(&b));
+	KUNIT_EXPECT_FALSE(test, mtjob_backoff_skip(&b));
+	/* A reset ends it, and the next stop starts again from 1. */
+	mtjob_backoff_update(&b, &stopped);
+	mtjob_backoff_reset(&b);
+	KUNIT_EXPECT_FALSE(test, mtjob_backoff_skip(&b));
+	mtjob_backoff_update(&b, &stopped);
+	KUNIT_EXPECT_TRUE(test, mtjob_backoff_skip(&b));
+	KUNIT_EXPECT_FALSE(test, mtjob_backoff_skip(&b));
 }
 
 /*
@@ -1521,6 +1561,7 @@ static struct kunit_case mtjob_test_cases[] = {
 	KUNIT_CASE(mtjob_test_affinity_by_index_strict),
 	KUNIT_CASE(mtjob_test_nowait),
 	KUNIT_CASE(mtjob_test_stop_when_slower),
+	KUNIT_CASE(mtjob_test_backoff),
 	KUNIT_CASE(mtjob_test_strict_nowait),
 	KUNIT_CASE(mtjob_test_one_thread),
 	KUNIT_CASE(mtjob_test_one_unit_edge),

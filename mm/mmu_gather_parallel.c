@@ -61,6 +61,13 @@
  *   work alone.  The page table walk stays serial: the free of a full
  *   gather runs after its TLB flush and before the walk resumes.
  *
+ * - The caller first frees one batch alone, timed, and stops the helpers
+ *   once the threads together free slower than that (stop_when_slower).
+ *   After a flush whose helpers were stopped, the next rounds that ask for
+ *   helpers, of any gather, get none: 1, 3, 7, ... up to 63 while stops go
+ *   on, none after a flush whose helpers freed to its end
+ *   (struct mtjob_backoff).
+ *
  * - The job's indices are the gather's batches, in the order of its batch
  *   list, which each chunk walks from its head: no array to allocate.  With
  *   vm.parallel_free_by_node, the list is first relinked by the node of each
@@ -127,6 +134,8 @@ static DEFINE_MUTEX(tlb_parallel_free_lock);
 
 /* Helpers reserved by all gathers, <= vm.parallel_free_max_helpers. */
 static atomic_t tlb_parallel_free_helpers = ATOMIC_INIT(0);
+/* The rounds left without helpers after flushes whose helpers were stopped. */
+static struct mtjob_backoff tlb_parallel_free_stop_backoff;
 
 /*
  * A parallel flush: the job's indices are the batches of @tlb's list, from
@@ -280,6 +289,14 @@ static void tlb_parallel_free_ask(struct mmu_gather *tlb)
 	if (!mtjob_may_use_helpers(GFP_NOWAIT) || !tlb_parallel_free_allowed(tlb)) {
 		tlb->parallel_free_refused = 1;
 		count_vm_event(TLB_PARALLEL_FREE_NOGROW);
+		return;
+	}
+	/*
+	 * Helpers slowed the last parallel flush down (stop_when_slower): the
+	 * next 1, 3, 7, ... 63 rounds of any gather that ask have none.
+	 */
+	if (mtjob_backoff_skip(&tlb_parallel_free_stop_backoff)) {
+		count_vm_event(TLB_PARALLEL_FREE_NOGROW_BACKOFF);
 		return;
 	}
 	if (tlb_parallel_free_memory_short(threshold))
@@ -517,6 +534,7 @@ static bool tlb_free_parallel(struct mmu_gather *tlb, unsigned long freeable,
 	if (WARN_ON_ONCE(mtjob_run_report(&job, &report)))
 		return false;
 	tlb_free_batches(0, 1, &fj);
+	mtjob_backoff_update(&tlb_parallel_free_stop_backoff, &report);
 	helper_ns = atomic64_read(&fj.helper_ns);
 	sched_account_offload(current, helper_ns);
 	if (trace_tlb_parallel_free_enabled()) {
@@ -639,6 +657,18 @@ static int tlb_parallel_free_sysctl(const struct ctl_table *table, int write,
 	return ret;
 }
 
+/* A new threshold ends the backoff: the next round may have helpers. */
+static int tlb_parallel_free_threshold_sysctl(const struct ctl_table *table,
+					      int write, void *buffer,
+					      size_t *lenp, loff_t *ppos)
+{
+	int ret = proc_doulongvec_minmax(table, write, buffer, lenp, ppos);
+
+	if (!ret && write)
+		mtjob_backoff_reset(&tlb_parallel_free_stop_backoff);
+	return ret;
+}
+
 static unsigned long threshold_min = TLB_PARALLEL_FREE_MIN_PAGES;
 static unsigned long threshold_max = TLB_PARALLEL_FREE_MAX_PAGES;
 
@@ -657,7 +687,7 @@ static const struct ctl_table tlb_parallel_free_table[] = {
 		.data		= &sysctl_parallel_free_threshold,
 		.maxlen		= sizeof(unsigned long),
 		.mode		= 0644,
-		.proc_handler	= proc_doulongvec_minmax,
+		.proc_handler	= tlb_parallel_free_threshold_sysctl,
 		.extra1		= &threshold_min,
 		.extra2		= &threshold_max,
 	},

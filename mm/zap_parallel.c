@@ -197,8 +197,9 @@
 #define ZAP_PARALLEL_HELPERS_PER_NODE	2
 /*
  * Segments at most: one page of boundaries (512 with 4 KiB pages), enough
- * for mtjob's four chunks a thread (CHUNKS_PER_THREAD) of one segment each
- * for 128 threads; beyond that, chunks of several segments.
+ * for one segment a chunk with mtjob's sixteen chunks a thread after the
+ * probe of stop_when_slower (PACED_CHUNKS_PER_THREAD) for 32 threads;
+ * beyond that, chunks of several segments.
  */
 #define ZAP_SEGS_MAX			(PAGE_SIZE / sizeof(unsigned long))
 
@@ -235,6 +236,8 @@ static void tlb_mark_zap_chunk(struct mmu_gather *tlb)
 
 /* Helpers reserved by all exits, <= vm.parallel_zap_max_helpers. */
 static atomic_t zap_parallel_helpers = ATOMIC_INIT(0);
+/* The zaps left serial after zaps whose helpers were stopped, for all mms. */
+static struct mtjob_backoff zap_parallel_backoff;
 
 /**
  * struct zap_job - the plan of a parallel zap, and what it measured
@@ -959,6 +962,7 @@ static void zap_parallel_finish(struct zap_job *zj, struct mmu_gather *tlb,
 	zj->job_ns = local_clock() - start_ns;
 	zj->threads = report->nr_threads;
 	zj->helpers_stopped = report->helpers_stopped;
+	mtjob_backoff_update(&zap_parallel_backoff, report);
 
 	/*
 	 * After the job, so out of address order: what a serial unmap would
@@ -980,13 +984,25 @@ static void zap_parallel_finish(struct zap_job *zj, struct mmu_gather *tlb,
 }
 
 /*
- * May the caller have helpers (@allowed, and mtjob would use them), and is
- * another CPU idle?  Counts the refusal or the busy CPUs if not.
+ * May the caller have helpers (@allowed, and mtjob would use them), is the
+ * backoff after stopped helpers over, and is another CPU idle?  Counts the
+ * refusal, the backoff or the busy CPUs if not.
  */
 static bool zap_parallel_gate(bool allowed)
 {
 	if (!mtjob_may_use_helpers(GFP_NOWAIT) || !allowed) {
 		count_vm_event(PARALLEL_ZAP_REFUSED);
+		return false;
+	}
+	/*
+	 * Helpers slowed the last parallel zap down (stop_when_slower): the
+	 * next ones are serial, 1, 3, 7, ... 63 of them while that goes on
+	 * (struct mtjob_backoff).  Whatever slowed them (a host that
+	 * deschedules the vCPUs, threads busy on every CPU) is the machine's,
+	 * so the backoff is every mm's.
+	 */
+	if (mtjob_backoff_skip(&zap_parallel_backoff)) {
+		count_vm_event(PARALLEL_ZAP_BACKOFF);
 		return false;
 	}
 	/* No idle CPU: not worth a walk of the page tables. */
@@ -1094,6 +1110,18 @@ static int zap_parallel_sysctl(const struct ctl_table *table, int write,
 {
 	return zap_parallel_key_sysctl(table, write, buffer, lenp, ppos,
 				       &exit_mmap_zap_parallel_key);
+}
+
+/* A new threshold ends the backoff: the next zap above it may have helpers. */
+static int zap_parallel_threshold_sysctl(const struct ctl_table *table,
+					 int write, void *buffer, size_t *lenp,
+					 loff_t *ppos)
+{
+	int ret = proc_doulongvec_minmax(table, write, buffer, lenp, ppos);
+
+	if (!ret && write)
+		mtjob_backoff_reset(&zap_parallel_backoff);
+	return ret;
 }
 
 #ifdef CONFIG_PARALLEL_ZAP_LIVE
@@ -1483,7 +1511,7 @@ static const struct ctl_table zap_parallel_table[] = {
 		.data		= &sysctl_parallel_zap_threshold,
 		.maxlen		= sizeof(unsigned long),
 		.mode		= 0644,
-		.proc_handler	= proc_doulongvec_minmax,
+		.proc_handler	= zap_parallel_threshold_sysctl,
 		.extra1		= &zap_threshold_min,
 		.extra2		= &zap_threshold_max,
 	},

@@ -3,7 +3,7 @@
 """The slowdown matrix (issue 49): for each teardown path the parallel time
 over the serial time, median and p90 of paired runs, on guest shapes chosen
 to span where the parallel paths win and where they lose, with what the
-policy did (went parallel, stopped its helpers, refused).
+policy did (went parallel, stopped its helpers, refused, backed off).
 
 Each shape is one boot of scripts/guest.py freebench on the benchmark
 kernel, its modes alternating run by run (off = serial, by_node = the
@@ -102,15 +102,17 @@ def cells(shape, runs):
             continue
         c = out.setdefault((what, mib, mode), {
             "ratios": [], "parallel": 0, "stopped": 0, "refused": 0,
-            "runs": 0})
+            "backoff": 0, "runs": 0})
         c["ratios"].append(us / serial[key])
         c["runs"] += 1
         went = pol.get("zap", 0) + pol.get("free", 0)
         c["parallel"] += went > 0
         c["stopped"] += (pol.get("zap_stopped", 0) +
                          pol.get("free_stopped", 0)) > 0
-        c["refused"] += (pol.get("zap_busy", 0) +
-                         pol.get("zap_refused", 0)) > 0 and not went
+        backoff = pol.get("zap_backoff", 0) + pol.get("free_backoff", 0)
+        c["backoff"] += backoff > 0
+        c["refused"] += (pol.get("zap_busy", 0) + pol.get("zap_refused", 0)
+                         + backoff) > 0 and not went
     rows = []
     for (what, mib, mode), c in sorted(out.items()):
         rows.append({
@@ -119,7 +121,7 @@ def cells(shape, runs):
             "median": statistics.median(c["ratios"]),
             "p90": p90(c["ratios"]),
             "parallel": c["parallel"], "stopped": c["stopped"],
-            "refused": c["refused"]})
+            "refused": c["refused"], "backoff": c["backoff"]})
     return rows
 
 
@@ -165,8 +167,9 @@ def guest_log(name):
 
 def table(rows):
     out = ["| shape | teardown | mode | runs | parallel / serial, median "
-           "| p90 | went parallel | helpers stopped | refused |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           "| p90 | went parallel | helpers stopped | refused "
+           "| backoff |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         over = (r["median"] > BAR_MEDIAN or r["p90"] > BAR_P90)
         out.append(
@@ -174,7 +177,7 @@ def table(rows):
             f"{r['mode']} | {r['runs']} | "
             f"{r['median']:.2f}x{' **over**' if over else ''} | "
             f"{r['p90']:.2f}x | {r['parallel']} | {r['stopped']} | "
-            f"{r['refused']} |")
+            f"{r['refused']} | {r['backoff']} |")
     return "\n".join(out)
 
 

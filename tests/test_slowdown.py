@@ -10,12 +10,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
 import slowdown  # noqa: E402
 
 POL = ("BENCHPOLICY zap={z} zap_stopped={s} zap_serial=0 zap_busy={b} "
-       "zap_refused=0 free=0 free_stopped=0\n")
+       "zap_refused=0 free=0 free_stopped=0 zap_backoff={k} "
+       "free_backoff=0\n")
 
 
-def run(mode, us, z=0, s=0, b=0, what="munmap"):
+def run(mode, us, z=0, s=0, b=0, what="munmap", k=0):
     return (f"BENCH {mode} FREE {what} mib=1024 thp=0 us={us}\n"
-            + POL.format(z=z, s=s, b=b))
+            + POL.format(z=z, s=s, b=b, k=k))
 
 
 class Slowdown(unittest.TestCase):
@@ -33,6 +34,13 @@ class Slowdown(unittest.TestCase):
         self.assertAlmostEqual(r["p90"], 1.5)
         self.assertEqual((r["parallel"], r["stopped"], r["refused"]),
                          (2, 1, 1))
+
+    def test_backoff_is_a_refusal(self):
+        log = (run("off", 1000) + run("zap", 3000, z=1, s=1) +
+               run("off", 1000) + run("zap", 1000, k=1))
+        r = slowdown.cells("s", slowdown.parse(log))[0]
+        self.assertEqual((r["parallel"], r["stopped"], r["refused"],
+                          r["backoff"]), (1, 1, 1, 1))
 
     def test_unpaired_run_left_out(self):
         rows = slowdown.cells("s", slowdown.parse(run("zap", 500, z=1)))

@@ -11,8 +11,10 @@
 #ifndef _LINUX_MTJOB_H
 #define _LINUX_MTJOB_H
 
+#include <linux/atomic.h>
 #include <linux/gfp_types.h>
 #include <linux/lockdep.h>
+#include <linux/minmax.h>
 #include <linux/types.h>
 
 /**
@@ -208,6 +210,76 @@ bool mtjob_may_use_helpers(gfp_t gfp);
 									\
 	__mtjob_run(job, report, &__mtjob_map, &__mtjob_key, __func__);	\
 })
+
+/* The most jobs a &struct mtjob_backoff leaves serial after one stop. */
+#define MTJOB_BACKOFF_MAX	63
+
+/**
+ * struct mtjob_backoff - serial jobs after jobs whose helpers were stopped
+ * @rounds: the jobs the last stop leaves serial: 0, or 1, 3, 7, ...
+ *	%MTJOB_BACKOFF_MAX, one more than twice as many at each stop in a row.
+ * @skip: how many of them are left.
+ *
+ * For a path whose jobs repeat (every large teardown) and set
+ * &mtjob.stop_when_slower: the helpers of a job that stopped them cost that
+ * job time (the caller waits for their chunks in flight), and the next job
+ * on the same machine would most likely stop them too.  After such a job the
+ * path runs the next @rounds jobs without helpers, then tries again; a job
+ * whose helpers ran to its end ends the backoff.  One per path, shared by
+ * every task, updated without a lock: a lost update only changes how many
+ * jobs run serially.  Zero-initialised: no backoff.
+ */
+struct mtjob_backoff {
+	atomic_t rounds;
+	atomic_t skip;
+};
+
+/**
+ * mtjob_backoff_skip() - must this job of a path run without helpers?
+ * @b: the path's backoff
+ *
+ * Return: true, counting the job off @b, while jobs are left to run serially.
+ */
+static inline bool mtjob_backoff_skip(struct mtjob_backoff *b)
+{
+	return atomic_dec_if_positive(&b->skip) >= 0;
+}
+
+/**
+ * mtjob_backoff_reset() - end a path's backoff
+ * @b: the path's backoff
+ *
+ * For a change of the path's policy (a sysctl written): its next job asks
+ * for helpers again.
+ */
+static inline void mtjob_backoff_reset(struct mtjob_backoff *b)
+{
+	atomic_set(&b->rounds, 0);
+	atomic_set(&b->skip, 0);
+}
+
+/**
+ * mtjob_backoff_update() - how a job of a path ran, for its next jobs
+ * @b: the path's backoff
+ * @report: the job's report, from mtjob_run_report()
+ *
+ * A job whose helpers were stopped starts or doubles the backoff; a job of
+ * two threads or more whose helpers ran to its end ends it.  Serial jobs
+ * (no helper started) tell nothing and change nothing.
+ */
+static inline void mtjob_backoff_update(struct mtjob_backoff *b,
+					const struct mtjob_report *report)
+{
+	int rounds;
+
+	if (report->helpers_stopped) {
+		rounds = min(2 * atomic_read(&b->rounds) + 1, MTJOB_BACKOFF_MAX);
+		atomic_set(&b->rounds, rounds);
+		atomic_set(&b->skip, rounds);
+	} else if (report->nr_threads > 1) {
+		atomic_set(&b->rounds, 0);
+	}
+}
 
 /*
  * The Rust engine's entry points (kernel/mtjob_rust.rs, built with

@@ -215,10 +215,10 @@ mod cases {
     }
 
     /// [`Job::stop_helpers_when_slower`](super::super::Job::stop_helpers_when_slower): the
-    /// caller's probe (8 indices) returns at once and every other chunk (about 31 indices)
+    /// caller's probe (8 indices) returns at once and every other chunk (8 indices, `min_chunk`)
     /// sleeps 20 ms, so the helpers stop once one ran a chunk (the caller's check after its next
     /// chunk sees it), and a stopped helper runs at most the chunk it has and one it took just
-    /// before; without the stop it would take about half of the 8. Without the setting nothing
+    /// before; without the stop it would take about half of the 31. Without the setting nothing
     /// stops. Every index runs once either way.
     #[test]
     fn slow_helpers_stop() -> Result {
