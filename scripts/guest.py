@@ -148,8 +148,8 @@ MM_SELFTESTS = (
     "cow", "droppable", "guard-regions", "hmm-tests", "hugetlb-madvise",
     "ksm_functional_tests", "madv_populate", "map_fixed_noreplace",
     "map_populate", "merge", "mkdirty", "mlock2-tests", "mrelease_test",
-    "mremap_dontunmap", "mremap_test", "mseal_test", "process_madv",
-    "soft-dirty",
+    "mremap_dontunmap", "mremap_test", "mseal_test", "parallel_teardown",
+    "process_madv", "soft-dirty",
     "uffd-unit-tests",
 )
 # Run by the full free tests only (free_params() has free.sh's

@@ -32,7 +32,7 @@ import tempfile
 
 ROOTS = ("arch", "Documentation", "drivers", "fs", "include", "init", "kernel",
          "lib", "mm", "rust", "samples",
-         "tools/testing/vma")
+         "tools/testing/selftests/mm", "tools/testing/vma")
 # Top-level files the overlay may patch.
 TOP_FILES = ("MAINTAINERS",)
 # The list of files the last 'apply' wrote, kept out of the work tree.
