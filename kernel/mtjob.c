@@ -23,6 +23,7 @@
 #include <linux/export.h>
 #include <linux/gfp.h>
 #include <linux/init.h>
+#include <linux/jiffies.h>
 #include <linux/kernel.h>
 #include <linux/lockdep.h>
 #include <linux/log2.h>
@@ -98,6 +99,19 @@ module_param_cb(engine, &mtjob_engine_ops, NULL, 0644);
 MODULE_PARM_DESC(engine, "Engine of mtjob_run(): rust (default with CONFIG_MTJOB_RUST), padata (boot only; the default without) or serial; reads back the engine jobs get now");
 module_param_named(max_threads, mtjob_max_threads, int, 0644);
 MODULE_PARM_DESC(max_threads, "Cap on the threads of every job, caller included (0: no cap)");
+
+/*
+ * The first window of a struct mtjob_backoff, in ms: long enough to cover
+ * the next large teardown (0.3 to 3 s apart in the slowdown benchmark of
+ * this series, each taking 0.2 to 2 s on 2 to 4 vCPUs), short enough that a
+ * stop on a machine that was busy only for a moment costs little: serial
+ * teardowns, as without the series.
+ */
+unsigned int mtjob_backoff_ms = 1000;
+/* Longer first windows are taken as this one, 60 s. */
+#define MTJOB_BACKOFF_MS_MAX	60000U
+module_param_named(backoff_ms, mtjob_backoff_ms, uint, 0644);
+MODULE_PARM_DESC(backoff_ms, "Window in ms a path stays serial after a job whose helpers were stopped, doubled at each stop in a row (0: no backoff)");
 
 static int mtjob_check(const struct mtjob *job)
 {
@@ -453,6 +467,53 @@ EXPORT_SYMBOL_GPL(__mtjob_run);
  * Workqueues exist by early_initcall time; their per-node pools follow once
  * the topology is known.
  */
+/**
+ * mtjob_backoff_active() - is a path to ask for no helpers now?
+ * @b: the path's backoff
+ *
+ * Context: Any context.
+ * Return: true within the window the last stop of @b's jobs opened, while
+ * "mtjob.backoff_ms" is not 0.
+ */
+bool mtjob_backoff_active(const struct mtjob_backoff *b)
+{
+	if (!READ_ONCE(b->level) || !READ_ONCE(mtjob_backoff_ms))
+		return false;
+	return time_before(jiffies, READ_ONCE(b->until));
+}
+
+/**
+ * mtjob_backoff_update() - how a job of a path ran, for its next jobs
+ * @b: the path's backoff
+ * @report: the job's report, from mtjob_run_report()
+ *
+ * A job whose helpers were stopped opens a window, from now, of
+ * "mtjob.backoff_ms" milliseconds (at most 60000) times 2^(stops in a row
+ * - 1), the stops counted up to %MTJOB_BACKOFF_MAX_LEVEL.  A job of two
+ * threads or more whose helpers ran to its end ends the backoff and its
+ * count of stops.  A job of one thread tells nothing and changes nothing.
+ *
+ * Context: Any context.
+ */
+void mtjob_backoff_update(struct mtjob_backoff *b,
+			  const struct mtjob_report *report)
+{
+	unsigned int ms = min(READ_ONCE(mtjob_backoff_ms), MTJOB_BACKOFF_MS_MAX);
+	int level;
+
+	if (report->helpers_stopped && ms) {
+		level = min(READ_ONCE(b->level) + 1, MTJOB_BACKOFF_MAX_LEVEL);
+		/* No overflow: 60 s of jiffies times 32 fits 32 bits. */
+		WRITE_ONCE(b->until,
+			   jiffies + ((unsigned long)msecs_to_jiffies(ms) <<
+				      (level - 1)));
+		WRITE_ONCE(b->level, level);
+	} else if (report->nr_threads > 1 && !report->helpers_stopped &&
+		   READ_ONCE(b->level)) {
+		WRITE_ONCE(b->level, 0);
+	}
+}
+
 static int __init mtjob_init(void)
 {
 	/*

@@ -12,6 +12,7 @@
 #include <linux/cpu.h>
 #include <linux/debug_locks.h>
 #include <linux/delay.h>
+#include <linux/jiffies.h>
 #include <linux/kthread.h>
 #include <linux/limits.h>
 #include <linux/moduleparam.h>
@@ -814,10 +815,11 @@ static void mtjob_test_nowait(struct kunit *test)
  * struct mtjob.stop_when_slower through mtjob_run_report(): the caller's
  * probe (its first call, 8 indices) returns at once and every other chunk
  * (8 indices: the rest is cut in 16 chunks a thread, at least min_chunk)
- * sleeps 20 ms, so an index costs the two threads 1.25 ms each, where the
- * probe took microseconds (a probe preempted for up to 10 ms still leaves
- * the stop due).  The Rust engine stops the helpers once one ran a chunk:
- * the caller's check after its next chunk sees it.  A stopped helper runs
+ * sleeps 20 ms, so an index costs each thread 2.5 ms, the two together
+ * 1.25 ms, where the probe took microseconds (a probe preempted for under
+ * 10 ms still leaves the stop due).  The Rust engine stops the helpers once
+ * one has started: the caller's check after its next chunk sees it.  A
+ * stopped helper runs
  * the chunk it has and at most one it took just before; without the stop it
  * would take about half of the 31.  Without
  * stop_when_slower, or on another engine, nothing stops.  Every index runs
@@ -851,9 +853,21 @@ static void mtjob_test_stop_when_slower(struct kunit *test)
 }
 
 /*
- * struct mtjob_backoff: each stop in a row leaves 1, 3, 7, ... jobs serial,
- * up to MTJOB_BACKOFF_MAX; a job whose helpers ran to its end ends the
- * backoff, as a reset does; a serial one changes nothing.
+ * The window of a struct mtjob_backoff, in jiffies from now: what is left of
+ * it, so at most what it was opened for.
+ */
+static long backoff_left(const struct mtjob_backoff *b)
+{
+	return (long)(READ_ONCE(b->until) - jiffies);
+}
+
+/*
+ * struct mtjob_backoff: each stop in a row opens a window of
+ * mtjob.backoff_ms times 1, 2, 4, ... up to 2^MTJOB_BACKOFF_MAX_LEVEL / 2;
+ * a job whose helpers ran to its end ends it, a serial one changes nothing,
+ * and mtjob.backoff_ms=0 turns it off.  The windows are checked against
+ * their ends, not slept through; a window that ended is made so by moving
+ * its end into the past.
  */
 static void mtjob_test_backoff(struct kunit *test)
 {
@@ -862,31 +876,43 @@ static void mtjob_test_backoff(struct kunit *test)
 	};
 	const struct mtjob_report kept = { .nr_threads = 2 };
 	const struct mtjob_report serial = { .nr_threads = 1 };
+	unsigned int saved = mtjob_backoff_ms;
 	struct mtjob_backoff b = {};
-	int stop, n, expect = 0;
+	unsigned long window;
+	int stop;
 
-	KUNIT_EXPECT_FALSE(test, mtjob_backoff_skip(&b));
-	for (stop = 0; stop < 8; stop++) {
+	mtjob_backoff_ms = 1000;
+	KUNIT_EXPECT_FALSE(test, mtjob_backoff_active(&b));
+	for (stop = 1; stop <= MTJOB_BACKOFF_MAX_LEVEL + 2; stop++) {
 		mtjob_backoff_update(&b, &stopped);
-		expect = min(2 * expect + 1, MTJOB_BACKOFF_MAX);
-		/* A serial job in the backoff does not end it. */
+		window = msecs_to_jiffies(1000) <<
+			 (min(stop, MTJOB_BACKOFF_MAX_LEVEL) - 1);
+		KUNIT_EXPECT_EQ(test, b.level, min(stop, MTJOB_BACKOFF_MAX_LEVEL));
+		KUNIT_EXPECT_LE(test, backoff_left(&b), (long)window);
+		/* Not preempted for half the window meanwhile, even under TCG. */
+		KUNIT_EXPECT_GT(test, backoff_left(&b), (long)window / 2);
+		KUNIT_EXPECT_TRUE(test, mtjob_backoff_active(&b));
+		/* A serial job in the window does not end it. */
 		mtjob_backoff_update(&b, &serial);
-		for (n = 0; n < expect; n++)
-			KUNIT_ASSERT_TRUE(test, mtjob_backoff_skip(&b));
-		KUNIT_EXPECT_FALSE(test, mtjob_backoff_skip(&b));
+		KUNIT_EXPECT_TRUE(test, mtjob_backoff_active(&b));
 	}
-	KUNIT_EXPECT_EQ(test, expect, MTJOB_BACKOFF_MAX);
+	/* The window over, the next job is parallel, and its stop doubles. */
+	WRITE_ONCE(b.until, jiffies - 1);
+	KUNIT_EXPECT_FALSE(test, mtjob_backoff_active(&b));
+	/* A job that kept its helpers ends the backoff and the doubling. */
+	mtjob_backoff_update(&b, &stopped);
 	mtjob_backoff_update(&b, &kept);
+	KUNIT_EXPECT_EQ(test, b.level, 0);
+	KUNIT_EXPECT_FALSE(test, mtjob_backoff_active(&b));
 	mtjob_backoff_update(&b, &stopped);
-	KUNIT_EXPECT_TRUE(test, mtjob_backoff_skip(&b));
-	KUNIT_EXPECT_FALSE(test, mtjob_backoff_skip(&b));
-	/* A reset ends it, and the next stop starts again from 1. */
+	KUNIT_EXPECT_EQ(test, b.level, 1);
+	/* mtjob.backoff_ms=0: no window, even one already open. */
+	mtjob_backoff_ms = 0;
+	KUNIT_EXPECT_FALSE(test, mtjob_backoff_active(&b));
+	b = (struct mtjob_backoff){};
 	mtjob_backoff_update(&b, &stopped);
-	mtjob_backoff_reset(&b);
-	KUNIT_EXPECT_FALSE(test, mtjob_backoff_skip(&b));
-	mtjob_backoff_update(&b, &stopped);
-	KUNIT_EXPECT_TRUE(test, mtjob_backoff_skip(&b));
-	KUNIT_EXPECT_FALSE(test, mtjob_backoff_skip(&b));
+	KUNIT_EXPECT_EQ(test, b.level, 0);
+	mtjob_backoff_ms = saved;
 }
 
 /*

@@ -63,9 +63,9 @@
  *
  * - The caller first frees one batch alone, timed, and stops the helpers
  *   once the threads together free slower than that (stop_when_slower).
- *   After a flush whose helpers were stopped, the next rounds that ask for
- *   helpers, of any gather, get none: 1, 3, 7, ... up to 63 while stops go
- *   on, none after a flush whose helpers freed to its end
+ *   After a flush whose helpers were stopped, no round of any gather has
+ *   helpers for "mtjob.backoff_ms" (1 s), doubled at each stop in a row up
+ *   to 32 times; a flush whose helpers freed to its end ends that
  *   (struct mtjob_backoff).
  *
  * - The job's indices are the gather's batches, in the order of its batch
@@ -134,7 +134,7 @@ static DEFINE_MUTEX(tlb_parallel_free_lock);
 
 /* Helpers reserved by all gathers, <= vm.parallel_free_max_helpers. */
 static atomic_t tlb_parallel_free_helpers = ATOMIC_INIT(0);
-/* The rounds left without helpers after flushes whose helpers were stopped. */
+/* No helpers for a while after a flush whose helpers were stopped. */
 static struct mtjob_backoff tlb_parallel_free_stop_backoff;
 
 /*
@@ -292,11 +292,11 @@ static void tlb_parallel_free_ask(struct mmu_gather *tlb)
 		return;
 	}
 	/*
-	 * Helpers slowed the last parallel flush down (stop_when_slower): the
-	 * next 1, 3, 7, ... 63 rounds of any gather that ask have none.
+	 * Helpers slowed a parallel flush down a moment ago (stop_when_slower):
+	 * no gather's round has any for a while (struct mtjob_backoff).
 	 */
-	if (mtjob_backoff_skip(&tlb_parallel_free_stop_backoff)) {
-		count_vm_event(TLB_PARALLEL_FREE_NOGROW_BACKOFF);
+	if (mtjob_backoff_active(&tlb_parallel_free_stop_backoff)) {
+		count_vm_event(TLB_PARALLEL_FREE_STOPPED_BACKOFF);
 		return;
 	}
 	if (tlb_parallel_free_memory_short(threshold))
@@ -443,8 +443,10 @@ static int tlb_free_batches(unsigned long start, unsigned long end,
 	if (helper)
 		runtime = task_sched_runtime(current);
 	/*
-	 * Four chunks per thread (mtjob's plan), each walking the list from
-	 * its head: about 8000 steps for 2 GiB gathered on four threads.
+	 * Each chunk walks the list from its head: with the sixteen chunks a
+	 * thread of a probed job (stop_when_slower), about 16000 steps for a
+	 * round of 1 GiB (514 batches) on four threads, each a load that may
+	 * miss the cache, next to the free of 64 batches a chunk.
 	 */
 	batch = tlb_batch_after(&fj->tlb->local, start);
 	/* Each batch is freed by one thread, MAX_NR_FOLIOS_PER_FREE at a time. */
@@ -603,13 +605,21 @@ void __tlb_parallel_free_flush(struct mmu_gather *tlb)
 	/* Not once vm.parallel_free is 0: the gather only shrinks back. */
 	if (static_branch_unlikely(&tlb_parallel_free_key) &&
 	    pages >= READ_ONCE(sysctl_parallel_free_threshold)) {
+		bool backoff = false;
+
+		/* A round of the threshold without growing: THPs, say. */
 		if (!tlb->parallel_free_helpers && !tlb->parallel_free_refused &&
-		    mtjob_may_use_helpers(GFP_NOWAIT) && tlb_parallel_free_allowed(tlb))
-			tlb->parallel_free_helpers = tlb_parallel_free_reserve();
+		    mtjob_may_use_helpers(GFP_NOWAIT) && tlb_parallel_free_allowed(tlb)) {
+			backoff = mtjob_backoff_active(&tlb_parallel_free_stop_backoff);
+			if (!backoff)
+				tlb->parallel_free_helpers = tlb_parallel_free_reserve();
+		}
 		freed = tlb->parallel_free_helpers &&
 			tlb_free_parallel(tlb, pages, gathered);
 		/* Not for gathers refused helpers for good. */
-		if (!freed && !tlb->parallel_free_refused)
+		if (backoff)
+			count_vm_event(TLB_PARALLEL_FREE_STOPPED_BACKOFF);
+		else if (!freed && !tlb->parallel_free_refused)
 			count_vm_event(TLB_PARALLEL_FREE_FALLBACK);
 	}
 	if (!freed) {
@@ -657,18 +667,6 @@ static int tlb_parallel_free_sysctl(const struct ctl_table *table, int write,
 	return ret;
 }
 
-/* A new threshold ends the backoff: the next round may have helpers. */
-static int tlb_parallel_free_threshold_sysctl(const struct ctl_table *table,
-					      int write, void *buffer,
-					      size_t *lenp, loff_t *ppos)
-{
-	int ret = proc_doulongvec_minmax(table, write, buffer, lenp, ppos);
-
-	if (!ret && write)
-		mtjob_backoff_reset(&tlb_parallel_free_stop_backoff);
-	return ret;
-}
-
 static unsigned long threshold_min = TLB_PARALLEL_FREE_MIN_PAGES;
 static unsigned long threshold_max = TLB_PARALLEL_FREE_MAX_PAGES;
 
@@ -687,7 +685,7 @@ static const struct ctl_table tlb_parallel_free_table[] = {
 		.data		= &sysctl_parallel_free_threshold,
 		.maxlen		= sizeof(unsigned long),
 		.mode		= 0644,
-		.proc_handler	= tlb_parallel_free_threshold_sysctl,
+		.proc_handler	= proc_doulongvec_minmax,
 		.extra1		= &threshold_min,
 		.extra2		= &threshold_max,
 	},

@@ -196,10 +196,11 @@
 /* vm.parallel_zap_max_helpers: two per node with memory, as the free. */
 #define ZAP_PARALLEL_HELPERS_PER_NODE	2
 /*
- * Segments at most: one page of boundaries (512 with 4 KiB pages), enough
- * for one segment a chunk with mtjob's sixteen chunks a thread after the
- * probe of stop_when_slower (PACED_CHUNKS_PER_THREAD) for 32 threads;
- * beyond that, chunks of several segments.
+ * Segments at most: one page of boundaries (512 with 4 KiB pages; half of
+ * them with a side array, @side), enough for mtjob's sixteen chunks a thread
+ * after the probe of stop_when_slower (PROBED_CHUNKS_PER_THREAD) of one
+ * segment each for 32 threads (16 with a side array); beyond that, fewer
+ * chunks a thread.
  */
 #define ZAP_SEGS_MAX			(PAGE_SIZE / sizeof(unsigned long))
 
@@ -236,7 +237,7 @@ static void tlb_mark_zap_chunk(struct mmu_gather *tlb)
 
 /* Helpers reserved by all exits, <= vm.parallel_zap_max_helpers. */
 static atomic_t zap_parallel_helpers = ATOMIC_INIT(0);
-/* The zaps left serial after zaps whose helpers were stopped, for all mms. */
+/* Zaps are serial for a while after one whose helpers were stopped. */
 static struct mtjob_backoff zap_parallel_backoff;
 
 /**
@@ -995,14 +996,13 @@ static bool zap_parallel_gate(bool allowed)
 		return false;
 	}
 	/*
-	 * Helpers slowed the last parallel zap down (stop_when_slower): the
-	 * next ones are serial, 1, 3, 7, ... 63 of them while that goes on
-	 * (struct mtjob_backoff).  Whatever slowed them (a host that
-	 * deschedules the vCPUs, threads busy on every CPU) is the machine's,
-	 * so the backoff is every mm's.
+	 * Helpers slowed a parallel zap down a moment ago (stop_when_slower):
+	 * zaps are serial for a while (struct mtjob_backoff), every mm's, as
+	 * what slowed them (a host that deschedules the vCPUs, threads busy on
+	 * every CPU) is the machine's.
 	 */
-	if (mtjob_backoff_skip(&zap_parallel_backoff)) {
-		count_vm_event(PARALLEL_ZAP_BACKOFF);
+	if (mtjob_backoff_active(&zap_parallel_backoff)) {
+		count_vm_event(PARALLEL_ZAP_STOPPED_BACKOFF);
 		return false;
 	}
 	/* No idle CPU: not worth a walk of the page tables. */
@@ -1110,18 +1110,6 @@ static int zap_parallel_sysctl(const struct ctl_table *table, int write,
 {
 	return zap_parallel_key_sysctl(table, write, buffer, lenp, ppos,
 				       &exit_mmap_zap_parallel_key);
-}
-
-/* A new threshold ends the backoff: the next zap above it may have helpers. */
-static int zap_parallel_threshold_sysctl(const struct ctl_table *table,
-					 int write, void *buffer, size_t *lenp,
-					 loff_t *ppos)
-{
-	int ret = proc_doulongvec_minmax(table, write, buffer, lenp, ppos);
-
-	if (!ret && write)
-		mtjob_backoff_reset(&zap_parallel_backoff);
-	return ret;
 }
 
 #ifdef CONFIG_PARALLEL_ZAP_LIVE
@@ -1511,7 +1499,7 @@ static const struct ctl_table zap_parallel_table[] = {
 		.data		= &sysctl_parallel_zap_threshold,
 		.maxlen		= sizeof(unsigned long),
 		.mode		= 0644,
-		.proc_handler	= zap_parallel_threshold_sysctl,
+		.proc_handler	= proc_doulongvec_minmax,
 		.extra1		= &zap_threshold_min,
 		.extra2		= &zap_threshold_max,
 	},

@@ -11,10 +11,8 @@
 #ifndef _LINUX_MTJOB_H
 #define _LINUX_MTJOB_H
 
-#include <linux/atomic.h>
 #include <linux/gfp_types.h>
 #include <linux/lockdep.h>
-#include <linux/minmax.h>
 #include <linux/types.h>
 
 /**
@@ -106,7 +104,8 @@ enum mtjob_engine {
  * @stop_when_slower: the Rust engine stops the helpers once they slow the
  *	job down.  The caller first runs a probe alone, timed, before queueing
  *	helpers: the first max(@min_chunk, 1) indices, up to the next multiple
- *	of @align (one more chunk).  After each of its chunks it compares the
+ *	of @align (one more chunk); the rest is cut in about 16 chunks a
+ *	thread instead of 4.  After each of its chunks it compares the
  *	time an index has taken since with the probe's: once the threads
  *	together run fewer indices a second than the caller did alone, helpers
  *	take no new chunk and the caller runs the rest
@@ -211,75 +210,34 @@ bool mtjob_may_use_helpers(gfp_t gfp);
 	__mtjob_run(job, report, &__mtjob_map, &__mtjob_key, __func__);	\
 })
 
-/* The most jobs a &struct mtjob_backoff leaves serial after one stop. */
-#define MTJOB_BACKOFF_MAX	63
-
 /**
- * struct mtjob_backoff - serial jobs after jobs whose helpers were stopped
- * @rounds: the jobs the last stop leaves serial: 0, or 1, 3, 7, ...
- *	%MTJOB_BACKOFF_MAX, one more than twice as many at each stop in a row.
- * @skip: how many of them are left.
+ * struct mtjob_backoff - a path left serial for a while after stopped helpers
+ * @level: the stops in a row, 0 to %MTJOB_BACKOFF_MAX_LEVEL; 0: no backoff.
+ * @until: in jiffies, the end of the window the last stop opened.
  *
  * For a path whose jobs repeat (every large teardown) and set
  * &mtjob.stop_when_slower: the helpers of a job that stopped them cost that
- * job time (the caller waits for their chunks in flight), and the next job
- * on the same machine would most likely stop them too.  After such a job the
- * path runs the next @rounds jobs without helpers, then tries again; a job
+ * job time (its caller waits for the chunks they have in flight), and what
+ * slowed them (a host that deschedules its guest's vCPUs, threads busy on
+ * every CPU) is rarely gone a moment later.  After such a job the path asks
+ * for no helpers for a window of "mtjob.backoff_ms" milliseconds, doubled
+ * at each stop in a row, up to %MTJOB_BACKOFF_MAX_LEVEL doublings; a job
  * whose helpers ran to its end ends the backoff.  One per path, shared by
- * every task, updated without a lock: a lost update only changes how many
- * jobs run serially.  Zero-initialised: no backoff.
+ * every task of it, read and written with READ_ONCE() and WRITE_ONCE()
+ * without a lock: a lost update only moves the end of a window or the
+ * count of stops.  Zero-initialised: no backoff.
  */
 struct mtjob_backoff {
-	atomic_t rounds;
-	atomic_t skip;
+	int level;
+	unsigned long until;
 };
 
-/**
- * mtjob_backoff_skip() - must this job of a path run without helpers?
- * @b: the path's backoff
- *
- * Return: true, counting the job off @b, while jobs are left to run serially.
- */
-static inline bool mtjob_backoff_skip(struct mtjob_backoff *b)
-{
-	return atomic_dec_if_positive(&b->skip) >= 0;
-}
+/* Doublings of the first window at most: 32 times it (32 s by default). */
+#define MTJOB_BACKOFF_MAX_LEVEL	6
 
-/**
- * mtjob_backoff_reset() - end a path's backoff
- * @b: the path's backoff
- *
- * For a change of the path's policy (a sysctl written): its next job asks
- * for helpers again.
- */
-static inline void mtjob_backoff_reset(struct mtjob_backoff *b)
-{
-	atomic_set(&b->rounds, 0);
-	atomic_set(&b->skip, 0);
-}
-
-/**
- * mtjob_backoff_update() - how a job of a path ran, for its next jobs
- * @b: the path's backoff
- * @report: the job's report, from mtjob_run_report()
- *
- * A job whose helpers were stopped starts or doubles the backoff; a job of
- * two threads or more whose helpers ran to its end ends it.  Serial jobs
- * (no helper started) tell nothing and change nothing.
- */
-static inline void mtjob_backoff_update(struct mtjob_backoff *b,
-					const struct mtjob_report *report)
-{
-	int rounds;
-
-	if (report->helpers_stopped) {
-		rounds = min(2 * atomic_read(&b->rounds) + 1, MTJOB_BACKOFF_MAX);
-		atomic_set(&b->rounds, rounds);
-		atomic_set(&b->skip, rounds);
-	} else if (report->nr_threads > 1) {
-		atomic_set(&b->rounds, 0);
-	}
-}
+bool mtjob_backoff_active(const struct mtjob_backoff *b);
+void mtjob_backoff_update(struct mtjob_backoff *b,
+			  const struct mtjob_report *report);
 
 /*
  * The Rust engine's entry points (kernel/mtjob_rust.rs, built with
@@ -294,5 +252,7 @@ int mtjob_rust_run(const struct mtjob *job, int max_threads,
 int mtjob_rust_init(void);
 /* Test hook for kernel/mtjob_test.c, built with CONFIG_MTJOB_KUNIT_TEST. */
 unsigned int mtjob_rust_fail_nth_helper(unsigned int nth);
+/* "mtjob.backoff_ms", for kernel/mtjob_test.c. */
+extern unsigned int mtjob_backoff_ms;
 
 #endif /* _LINUX_MTJOB_H */

@@ -23,12 +23,15 @@ use core::ops::Range;
 /// support for multithreaded jobs").
 const CHUNKS_PER_THREAD: u64 = 4;
 
-/// Chunks per thread of the rest of a job after its probe ([`Job::stop_helpers_when_slower`]).
-/// The calling thread decides to stop the helpers after one of its chunks, and then waits for
-/// the chunk each helper has in flight: with a quarter of a thread's share, that wait cost the
-/// parallel free of an exit on 4 vCPUs over 2 host cores more than the helpers' stop saved
-/// (1.66x of serial, doc/results.md, "Stop 54"). A sixteenth makes both four times shorter.
-const PACED_CHUNKS_PER_THREAD: u64 = 16;
+/// About the chunks per thread of the rest of a job after its probe
+/// ([`Job::stop_helpers_when_slower`]): once the calling thread stops the helpers, after one of
+/// its chunks, it waits for the chunk each helper has in flight. Four times as many chunks as
+/// [`CHUNKS_PER_THREAD`] make both its first check and that wait a quarter as long, for four
+/// times as many claims and clock reads: one of each a chunk, next to chunks of a millisecond or
+/// more in the jobs that stop their helpers (a zap segment of 32 MiB, batches of 510 pages to
+/// free). Whether that is enough is measured by `make bench-slowdown` (the series' cover
+/// letter).
+pub(super) const PROBED_CHUNKS_PER_THREAD: u64 = 16;
 
 /// How a job's range is cut into chunks and how many threads work on it.
 ///
@@ -57,14 +60,14 @@ impl Plan {
     }
 
     /// The plan of `job` after its probe, from `probe_end` (aligned, in the job's range) on, in
-    /// [`PACED_CHUNKS_PER_THREAD`] chunks a thread.
+    /// about [`PROBED_CHUNKS_PER_THREAD`] chunks a thread.
     pub(super) fn after_probe<I: Index>(job: &Job<'_, I>, probe_end: u64) -> Self {
         Self::cut(job, probe_end, true)
     }
 
-    /// Cuts `start..job.end`; with `paced`, the rest after a probe: chunk boundaries count from
+    /// Cuts `start..job.end`; with `probed`, the rest after a probe: chunk boundaries count from
     /// `start`, and chunks are smaller.
-    fn cut<I: Index>(job: &Job<'_, I>, start: u64, paced: bool) -> Self {
+    fn cut<I: Index>(job: &Job<'_, I>, start: u64, probed: bool) -> Self {
         let end = job.end;
         let size = end - start;
         if size == 0 {
@@ -106,8 +109,8 @@ impl Plan {
                 threads: 1,
             };
         }
-        let per_thread = if paced {
-            PACED_CHUNKS_PER_THREAD
+        let per_thread = if probed {
+            PROBED_CHUNKS_PER_THREAD
         } else {
             CHUNKS_PER_THREAD
         };
@@ -118,7 +121,7 @@ impl Plan {
         let chunk = chunk
             .checked_next_multiple_of(align)
             .unwrap_or(!(align - 1));
-        let next = if paced {
+        let next = if probed {
             start.checked_add(chunk)
         } else {
             (start / chunk + 1).checked_mul(chunk)

@@ -51,14 +51,14 @@ static const char * const knob_names[NR_KNOBS] = {
 /* The counters a zap adds to when it is not parallel. */
 static const char * const zap_serial_counters[] = {
 	"parallel_zap_serial", "parallel_zap_refused", "parallel_zap_busy",
-	"parallel_zap_nomem", "parallel_zap_backoff",
+	"parallel_zap_nomem", "parallel_zap_stopped_backoff",
 };
 
 /* The counters the parallel free adds to when a round is not parallel. */
 static const char * const free_serial_counters[] = {
 	"tlb_parallel_free_fallback", "tlb_parallel_free_nogrow",
 	"tlb_parallel_free_nogrow_memory", "tlb_parallel_free_nogrow_busy",
-	"tlb_parallel_free_nogrow_backoff",
+	"tlb_parallel_free_stopped_backoff",
 };
 
 /* A /proc/vmstat counter, or -1 if the kernel has none of that name. */
