@@ -79,7 +79,7 @@ help:
 	@echo "make bench-free-arm64  TLBIs per munmap/exit on arm64 by kind (QEMU plugin), serial, parallel free, parallel zap"
 	@echo "make bench-engine   mtjob_run() vs padata_do_multithreaded(), same jobs, one boot"
 	@echo "make bench-deferred deferred init per engine on 5 guest shapes, 15 boots each"
-	@echo "make bench-slowdown parallel / serial teardown time on 4 guest shapes (quiet, oversubscribed, busy host, one node): table and heatmap"
+	@echo "make bench-slowdown parallel / serial time of each path: teardowns on 4 guest shapes (quiet, oversubscribed, busy host, one node), boot-time paths on 3: table and heatmap"
 	@echo "make stress  sanitizers, random jobs, fault injection, hotplug, 8-node server (hours)"
 	@echo "make series  cut the overlay into the RFC patches (build/series-7.3/)"
 	@echo "make series-scope  the scoped-work patches alone, with their own cover letter"
@@ -382,13 +382,14 @@ bench-deferred: kernel-bench
 		--repeat $(BOOTS) --guests $(GUESTS) \
 		--engines $(DEFERRED_ENGINES) --append "$(APPEND)"
 
-# The slowdown matrix of issue 49 (scripts/slowdown.py): the parallel free
-# and zap over serial, paired runs, median and p90, with what the policy
-# did, on four guest shapes (one boot each).  About 40 minutes with the
-# default 5 rounds (2026-11-29: quiet 14, busy 6, loaded host 9);
+# The slowdown matrix of issue 49 (scripts/slowdown.py): each parallel path
+# over serial, paired runs, median and p90, with what the policy did: the
+# teardowns on four guest shapes (one boot each; about 40 minutes with the
+# default 5 rounds, 2026-11-29: quiet 14, busy 6, loaded host 9), deferred
+# init and boot-time hugetlb on three (rust and serial boots alternating).
 # SLOWDOWN_SHAPES=name,... for fewer.
 SLOWDOWN_REPEAT ?= 5
-SLOWDOWN_SHAPES ?= quiet-2vcpu,busy-4vcpu,host-loaded-2vcpu,one-node-2vcpu
+SLOWDOWN_SHAPES ?= quiet-2vcpu,busy-4vcpu,host-loaded-2vcpu,one-node-2vcpu,boot-quiet-2vcpu,boot-4vcpu,boot-host-loaded-2vcpu
 bench-slowdown: kernel-bench
 	$(PYTHON_PLOT) scripts/slowdown.py --repeat $(SLOWDOWN_REPEAT) \
 		--shapes $(SLOWDOWN_SHAPES)

@@ -274,6 +274,19 @@ static void tlb_parallel_free_back_off(struct mmu_gather *tlb)
 }
 
 /*
+ * Did helpers slow a parallel flush down a moment ago (stop_when_slower)?
+ * Then no round of any gather has any for a while (struct mtjob_backoff):
+ * counts this one.
+ */
+static bool tlb_parallel_free_backing_off(void)
+{
+	if (!mtjob_backoff_active(&tlb_parallel_free_stop_backoff))
+		return false;
+	count_vm_event(TLB_PARALLEL_FREE_STOPPED_BACKOFF);
+	return true;
+}
+
+/*
  * Asks, outside the page table lock, for the next round's helpers: reserves
  * them, or refuses the gather for good (a task whose work helpers may not
  * do), or neither for this round (memory short, no CPU idle, the cap
@@ -291,14 +304,8 @@ static void tlb_parallel_free_ask(struct mmu_gather *tlb)
 		count_vm_event(TLB_PARALLEL_FREE_NOGROW);
 		return;
 	}
-	/*
-	 * Helpers slowed a parallel flush down a moment ago (stop_when_slower):
-	 * no gather's round has any for a while (struct mtjob_backoff).
-	 */
-	if (mtjob_backoff_active(&tlb_parallel_free_stop_backoff)) {
-		count_vm_event(TLB_PARALLEL_FREE_STOPPED_BACKOFF);
+	if (tlb_parallel_free_backing_off())
 		return;
-	}
 	if (tlb_parallel_free_memory_short(threshold))
 		return;
 	tlb->parallel_free_helpers = tlb_parallel_free_reserve();
@@ -610,16 +617,14 @@ void __tlb_parallel_free_flush(struct mmu_gather *tlb)
 		/* A round of the threshold without growing: THPs, say. */
 		if (!tlb->parallel_free_helpers && !tlb->parallel_free_refused &&
 		    mtjob_may_use_helpers(GFP_NOWAIT) && tlb_parallel_free_allowed(tlb)) {
-			backoff = mtjob_backoff_active(&tlb_parallel_free_stop_backoff);
+			backoff = tlb_parallel_free_backing_off();
 			if (!backoff)
 				tlb->parallel_free_helpers = tlb_parallel_free_reserve();
 		}
 		freed = tlb->parallel_free_helpers &&
 			tlb_free_parallel(tlb, pages, gathered);
-		/* Not for gathers refused helpers for good. */
-		if (backoff)
-			count_vm_event(TLB_PARALLEL_FREE_STOPPED_BACKOFF);
-		else if (!freed && !tlb->parallel_free_refused)
+		/* Not for gathers refused helpers for good, nor backing off. */
+		if (!freed && !tlb->parallel_free_refused && !backoff)
 			count_vm_event(TLB_PARALLEL_FREE_FALLBACK);
 	}
 	if (!freed) {

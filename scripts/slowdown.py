@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""The slowdown matrix (issue 49): for each teardown path the parallel time
+"""The slowdown matrix (issue 49): for each parallel path the parallel time
 over the serial time, median and p90 of paired runs, on guest shapes chosen
 to span where the parallel paths win and where they lose, with what the
 policy did (went parallel, stopped its helpers, refused, backed off).
+The teardowns (the parallel free, the exit and live zaps) are timed by
+guest.py freebench; the boot-time paths (deferred init, hugetlb's 2M and
+1G pages) by bench.py deferred, engines rust and serial boot by boot.
 
-Each shape is one boot of scripts/guest.py freebench on the benchmark
-kernel, its modes alternating run by run (off = serial, by_node = the
-parallel free, zap = the parallel zap); a run's ratio is its time over the
-serial run of the same round.  The policy columns come from the BENCHPOLICY
+Each teardown shape is one boot of scripts/guest.py freebench on the
+benchmark kernel, its modes alternating run by run (off = serial, by_node =
+the parallel free, zap = the parallel zap); a run's ratio is its time over
+the serial run of the same round.  Each boot shape is REPEAT rounds of two
+boots, rust then serial (mtjob.engine=), a round's ratio the first's time
+over the second's.  The policy columns come from the BENCHPOLICY
 lines tests/guest/free.sh prints after each run (/proc/vmstat deltas).
 
     scripts/slowdown.py [--repeat N] [--shapes a,b] [--log-only]
@@ -27,6 +32,8 @@ import subprocess
 import sys
 
 import benchplot
+import guest
+import runreport
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KBUILD = os.path.join(REPO, "build", "kbuild-7.3-bench")
@@ -55,6 +62,21 @@ SHAPES = [
      ["--cpus", "2", "--nodes", "1", "--sizes", "4096",
       "--what", "munmap,exit", "--modes", "off,by_node,zap"],
      False),
+]
+
+# The boot-time paths (deferred struct page init, hugetlb's boot-time
+# allocation of 2M and 1G pages): (name, what it shows, scripts/bench.py
+# deferred's guest, host load).  One node, so that deferred init's job has
+# every vCPU (its jobs are per node); engines rust and serial alternating
+# boot by boot; a round's ratio is the rust boot's time over the serial
+# boot's beside it.
+BOOT_SHAPES = [
+    ("boot-quiet-2vcpu", "boot, 1 node x 2 vCPUs, nothing else running",
+     "1x2x8", False),
+    ("boot-4vcpu", "boot, 1 node x 4 vCPUs on the 2 host cores", "1x4x8",
+     False),
+    ("boot-host-loaded-2vcpu", "boot, 1 node x 2 vCPUs, the host's 2 cores "
+     "busy with a loop each", "1x2x8", True),
 ]
 
 BAR_MEDIAN = 1.05
@@ -125,6 +147,81 @@ def cells(shape, runs):
     return rows
 
 
+BOOT_LOG_RE = re.compile(r"bench-deferred-.*-(rust|serial)-(\d+)\.log$")
+
+
+def boot_cells(shape, boots):
+    """Rows of the boot-time paths from BOOTS, {(engine, round): parsed
+    boot (guest.parse())}: per path the rust boot's time over the serial
+    boot's of the same round, and how many rust boots ran it with two
+    threads or more (went parallel) or one (refused)."""
+    paths = {}
+    for (engine, i), r in boots.items():
+        if engine != "rust" or ("serial", i) not in boots:
+            continue
+        s = boots["serial", i]
+        if r["nodes"] and s["nodes"]:
+            paths.setdefault("deferred init", []).append((
+                runreport.deferred_us(r) / runreport.deferred_us(s),
+                max(n["threads"] for n in r["nodes"].values())))
+        rh, sh = runreport.hugetlb_jobs(r), runreport.hugetlb_jobs(s)
+        for kb in sorted(set(rh) & set(sh)):
+            if sh[kb]["us"]:
+                paths.setdefault(f"hugetlb {kb // 1024}M", []).append((
+                    rh[kb]["us"] / sh[kb]["us"], rh[kb]["threads"]))
+    rows = []
+    for what, runs in sorted(paths.items()):
+        ratios = [x for x, _ in runs]
+        rows.append({
+            "shape": shape, "teardown": what, "mib": 8192, "mode": "rust",
+            "runs": len(runs), "median": statistics.median(ratios),
+            "p90": p90(ratios), "parallel": sum(t > 1 for _, t in runs),
+            "stopped": 0, "refused": sum(t <= 1 for _, t in runs),
+            "backoff": 0})
+    return rows
+
+
+def boot_logs(name):
+    """{(engine, round): guest.parse() of its log} of a boot shape's run."""
+    logdir = os.path.join(LOGDIR, name)
+    out = {}
+    for f in sorted(os.listdir(logdir)) if os.path.isdir(logdir) else []:
+        m = BOOT_LOG_RE.search(f)
+        if m:
+            with open(os.path.join(logdir, f), errors="replace") as fh:
+                out[m[1], int(m[2])] = guest.parse(fh.read(), m[1], 0)
+    if not out:
+        sys.exit(f"slowdown: {name}: no boot logs in {logdir}")
+    return out
+
+
+def run_boot_shape(name, gspec, load, repeat):
+    logdir = os.path.join(LOGDIR, name)
+    nodes, cpus = map(int, gspec.split("x")[:2])
+    cmd = [sys.executable, os.path.join(REPO, "scripts", "bench.py"),
+           "deferred", "--kbuild", KBUILD, "--guests", gspec,
+           "--engines", "rust,serial", "--repeat", str(repeat),
+           "--no-helper-trace", "--prealloc", "on", "--timeout", "600",
+           "--append", runreport.boot_params(nodes, cpus),
+           "--logdir", logdir]
+    loops = host_load(os.cpu_count() or 2) if load else []
+    try:
+        print(f"slowdown: {name}: {' '.join(cmd[1:])}", flush=True)
+        r = subprocess.run(cmd, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+    finally:
+        for p in loops:
+            p.kill()
+            p.wait()
+    with open(os.path.join(LOGDIR, f"{name}.out"), "w") as f:
+        f.write(r.stdout)
+    if r.returncode:
+        print(r.stdout[-3000:])
+        sys.exit(f"slowdown: {name}: bench.py deferred failed "
+                 f"({r.returncode}); see {LOGDIR}/{name}.out")
+    return boot_logs(name)
+
+
 def host_load(n):
     """N busy loops on the host, at the guest's priority."""
     return [subprocess.Popen(["sh", "-c", "while :; do :; done"])
@@ -183,9 +280,9 @@ def table(rows):
 
 def heatmap(rows):
     plt = benchplot.pyplot()
+    order = [s[0] for s in SHAPES + BOOT_SHAPES]
     ylabels = sorted({(r["shape"], r["teardown"], r["mib"]) for r in rows},
-                     key=lambda k: ([s[0] for s in SHAPES].index(k[0])
-                                    if k[0] in [s[0] for s in SHAPES]
+                     key=lambda k: (order.index(k[0]) if k[0] in order
                                     else 99, k[1]))
     modes = sorted({r["mode"] for r in rows})
     grid = [[float("nan")] * len(modes) for _ in ylabels]
@@ -213,16 +310,18 @@ def heatmap(rows):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--shapes", default=",".join(s[0] for s in SHAPES))
+    ap.add_argument("--shapes", default=",".join(
+        s[0] for s in SHAPES + BOOT_SHAPES))
     ap.add_argument("--timeout", type=int, default=3600)
     ap.add_argument("--log-only", action="store_true",
                     help="tables from the logs of an earlier run")
     args = ap.parse_args()
     wanted = args.shapes.split(",")
-    unknown = set(wanted) - {s[0] for s in SHAPES}
+    known = [s[0] for s in SHAPES + BOOT_SHAPES]
+    unknown = set(wanted) - set(known)
     if unknown:
         sys.exit(f"slowdown: unknown shapes {sorted(unknown)}; "
-                 f"known: {[s[0] for s in SHAPES]}")
+                 f"known: {known}")
     if not args.log_only and not os.path.exists(
             os.path.join(KBUILD, "arch", "x86", "boot", "bzImage")):
         sys.exit(f"slowdown: no benchmark kernel in {KBUILD}: "
@@ -235,9 +334,15 @@ def main():
         log = (guest_log(name) if args.log_only else
                run_shape(name, fargs, load, args.repeat, args.timeout))
         rows += cells(name, parse(log))
+    for name, what, gspec, load in BOOT_SHAPES:
+        if name not in wanted:
+            continue
+        boots = (boot_logs(name) if args.log_only else
+                 run_boot_shape(name, gspec, load, args.repeat))
+        rows += boot_cells(name, boots)
     if not rows:
         sys.exit("slowdown: no paired runs in the logs")
-    for name, what, _, _ in SHAPES:
+    for name, what, _, _ in SHAPES + BOOT_SHAPES:
         if name in wanted:
             print(f"- {name}: {what}")
     print(table(rows))

@@ -42,6 +42,24 @@ class Slowdown(unittest.TestCase):
         self.assertEqual((r["parallel"], r["stopped"], r["refused"],
                           r["backoff"]), (1, 1, 1, 1))
 
+    def test_boot_paths_paired_by_round(self):
+        def boot(us, threads, huge_us):
+            return {"nodes": {0: {"us": us, "threads": threads}},
+                    "huge_report": [("2048", "1024", "1024", str(huge_us),
+                                     "rust", str(threads))]}
+        boots = {("rust", 0): boot(500, 2, 300),
+                 ("serial", 0): boot(1000, 1, 300),
+                 ("rust", 1): boot(1500, 1, 600),
+                 ("serial", 1): boot(1000, 1, 200),
+                 # No serial boot in round 2: left out.
+                 ("rust", 2): boot(100, 2, 100)}
+        rows = {r["teardown"]: r for r in slowdown.boot_cells("b", boots)}
+        self.assertEqual(sorted(rows), ["deferred init", "hugetlb 2M"])
+        d = rows["deferred init"]
+        self.assertEqual((d["runs"], d["parallel"], d["refused"]), (2, 1, 1))
+        self.assertAlmostEqual(d["median"], 1.0)     # 0.5 and 1.5
+        self.assertAlmostEqual(rows["hugetlb 2M"]["p90"], 3.0)
+
     def test_unpaired_run_left_out(self):
         rows = slowdown.cells("s", slowdown.parse(run("zap", 500, z=1)))
         self.assertEqual(rows, [])
