@@ -101,11 +101,10 @@ module_param_named(max_threads, mtjob_max_threads, int, 0644);
 MODULE_PARM_DESC(max_threads, "Cap on the threads of every job, caller included (0: no cap)");
 
 /*
- * The first window of a struct mtjob_backoff, in ms: long enough to cover
- * the next large teardown (0.3 to 3 s apart in the slowdown benchmark of
- * this series, each taking 0.2 to 2 s on 2 to 4 vCPUs), short enough that a
- * stop on a machine that was busy only for a moment costs little: serial
- * teardowns, as without the series.
+ * The first window of a struct mtjob_backoff, in ms: a few large teardowns
+ * long (a munmap() of 1 GiB took 0.25 to 2 s on the guests of the series'
+ * slowdown benchmark), short enough that a stop on a machine busy only for
+ * a moment costs little: serial teardowns, as without the series.
  */
 unsigned int mtjob_backoff_ms = 1000;
 /* Longer first windows are taken as this one, 60 s. */

@@ -814,14 +814,12 @@ static void mtjob_test_nowait(struct kunit *test)
 /*
  * struct mtjob.stop_when_slower through mtjob_run_report(): the caller's
  * probe (its first call, 8 indices) returns at once and every other chunk
- * (8 indices: the rest is cut in 16 chunks a thread, at least min_chunk)
- * sleeps 20 ms, so an index costs each thread 2.5 ms, the two together
- * 1.25 ms, where the probe took microseconds (a probe preempted for under
- * 10 ms still leaves the stop due).  The Rust engine stops the helpers once
- * one has started: the caller's check after its next chunk sees it.  A
- * stopped helper runs
- * the chunk it has and at most one it took just before; without the stop it
- * would take about half of the 31.  Without
+ * (about 31 indices) sleeps 20 ms, so an index costs the threads about
+ * 320 us each, where the probe took microseconds (a probe preempted for up
+ * to 2.5 ms still leaves the stop due).  The Rust engine stops the helpers
+ * once one ran a chunk: the caller's check after its next chunk sees it.  A
+ * stopped helper runs the chunk it has and at most one it took just before;
+ * without the stop it would take about half of the 8.  Without
  * stop_when_slower, or on another engine, nothing stops.  Every index runs
  * once either way.
  */

@@ -63,10 +63,10 @@
  *
  * - The caller first frees one batch alone, timed, and stops the helpers
  *   once the threads together free slower than that (stop_when_slower).
- *   After a flush whose helpers were stopped, no round of any gather has
- *   helpers for "mtjob.backoff_ms" (1 s), doubled at each stop in a row up
- *   to 32 times; a flush whose helpers freed to its end ends that
- *   (struct mtjob_backoff).
+ *   Unlike the zap, the free keeps no backoff after a stop (struct
+ *   mtjob_backoff): on an idle 2-vCPU guest it stopped its helpers in 1 to
+ *   3 of 5 teardowns of 4 GiB, and with a backoff the rest of those
+ *   teardowns ran serially (make bench-slowdown, 2026-11-29).
  *
  * - The job's indices are the gather's batches, in the order of its batch
  *   list, which each chunk walks from its head: no array to allocate.  With
@@ -134,8 +134,6 @@ static DEFINE_MUTEX(tlb_parallel_free_lock);
 
 /* Helpers reserved by all gathers, <= vm.parallel_free_max_helpers. */
 static atomic_t tlb_parallel_free_helpers = ATOMIC_INIT(0);
-/* No helpers for a while after a flush whose helpers were stopped. */
-static struct mtjob_backoff tlb_parallel_free_stop_backoff;
 
 /*
  * A parallel flush: the job's indices are the batches of @tlb's list, from
@@ -274,19 +272,6 @@ static void tlb_parallel_free_back_off(struct mmu_gather *tlb)
 }
 
 /*
- * Did helpers slow a parallel flush down a moment ago (stop_when_slower)?
- * Then no round of any gather has any for a while (struct mtjob_backoff):
- * counts this one.
- */
-static bool tlb_parallel_free_backing_off(void)
-{
-	if (!mtjob_backoff_active(&tlb_parallel_free_stop_backoff))
-		return false;
-	count_vm_event(TLB_PARALLEL_FREE_STOPPED_BACKOFF);
-	return true;
-}
-
-/*
  * Asks, outside the page table lock, for the next round's helpers: reserves
  * them, or refuses the gather for good (a task whose work helpers may not
  * do), or neither for this round (memory short, no CPU idle, the cap
@@ -304,8 +289,6 @@ static void tlb_parallel_free_ask(struct mmu_gather *tlb)
 		count_vm_event(TLB_PARALLEL_FREE_NOGROW);
 		return;
 	}
-	if (tlb_parallel_free_backing_off())
-		return;
 	if (tlb_parallel_free_memory_short(threshold))
 		return;
 	tlb->parallel_free_helpers = tlb_parallel_free_reserve();
@@ -450,10 +433,8 @@ static int tlb_free_batches(unsigned long start, unsigned long end,
 	if (helper)
 		runtime = task_sched_runtime(current);
 	/*
-	 * Each chunk walks the list from its head: with the sixteen chunks a
-	 * thread of a probed job (stop_when_slower), about 16000 steps for a
-	 * round of 1 GiB (514 batches) on four threads, each a load that may
-	 * miss the cache, next to the free of 64 batches a chunk.
+	 * Four chunks per thread (mtjob's plan), each walking the list from
+	 * its head: about 8000 steps for 2 GiB gathered on four threads.
 	 */
 	batch = tlb_batch_after(&fj->tlb->local, start);
 	/* Each batch is freed by one thread, MAX_NR_FOLIOS_PER_FREE at a time. */
@@ -543,7 +524,6 @@ static bool tlb_free_parallel(struct mmu_gather *tlb, unsigned long freeable,
 	if (WARN_ON_ONCE(mtjob_run_report(&job, &report)))
 		return false;
 	tlb_free_batches(0, 1, &fj);
-	mtjob_backoff_update(&tlb_parallel_free_stop_backoff, &report);
 	helper_ns = atomic64_read(&fj.helper_ns);
 	sched_account_offload(current, helper_ns);
 	if (trace_tlb_parallel_free_enabled()) {
@@ -612,19 +592,13 @@ void __tlb_parallel_free_flush(struct mmu_gather *tlb)
 	/* Not once vm.parallel_free is 0: the gather only shrinks back. */
 	if (static_branch_unlikely(&tlb_parallel_free_key) &&
 	    pages >= READ_ONCE(sysctl_parallel_free_threshold)) {
-		bool backoff = false;
-
-		/* A round of the threshold without growing: THPs, say. */
 		if (!tlb->parallel_free_helpers && !tlb->parallel_free_refused &&
-		    mtjob_may_use_helpers(GFP_NOWAIT) && tlb_parallel_free_allowed(tlb)) {
-			backoff = tlb_parallel_free_backing_off();
-			if (!backoff)
-				tlb->parallel_free_helpers = tlb_parallel_free_reserve();
-		}
+		    mtjob_may_use_helpers(GFP_NOWAIT) && tlb_parallel_free_allowed(tlb))
+			tlb->parallel_free_helpers = tlb_parallel_free_reserve();
 		freed = tlb->parallel_free_helpers &&
 			tlb_free_parallel(tlb, pages, gathered);
-		/* Not for gathers refused helpers for good, nor backing off. */
-		if (!freed && !tlb->parallel_free_refused && !backoff)
+		/* Not for gathers refused helpers for good. */
+		if (!freed && !tlb->parallel_free_refused)
 			count_vm_event(TLB_PARALLEL_FREE_FALLBACK);
 	}
 	if (!freed) {

@@ -196,11 +196,9 @@
 /* vm.parallel_zap_max_helpers: two per node with memory, as the free. */
 #define ZAP_PARALLEL_HELPERS_PER_NODE	2
 /*
- * Segments at most: one page of boundaries (512 with 4 KiB pages; half of
- * them with a side array, @side), enough for mtjob's sixteen chunks a thread
- * after the probe of stop_when_slower (PROBED_CHUNKS_PER_THREAD) of one
- * segment each for 32 threads (16 with a side array); beyond that, fewer
- * chunks a thread.
+ * Segments at most: one page of boundaries (512 with 4 KiB pages), enough
+ * for mtjob's four chunks a thread (CHUNKS_PER_THREAD) of one segment each
+ * for 128 threads; beyond that, chunks of several segments.
  */
 #define ZAP_SEGS_MAX			(PAGE_SIZE / sizeof(unsigned long))
 

@@ -104,8 +104,7 @@ enum mtjob_engine {
  * @stop_when_slower: the Rust engine stops the helpers once they slow the
  *	job down.  The caller first runs a probe alone, timed, before queueing
  *	helpers: the first max(@min_chunk, 1) indices, up to the next multiple
- *	of @align (one more chunk); the rest is cut in about 16 chunks a
- *	thread instead of 4.  After each of its chunks it compares the
+ *	of @align (one more chunk).  After each of its chunks it compares the
  *	time an index has taken since with the probe's: once the threads
  *	together run fewer indices a second than the caller did alone, helpers
  *	take no new chunk and the caller runs the rest

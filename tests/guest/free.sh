@@ -797,13 +797,12 @@ tlb_counts() {
 #     zap_busy=<refused: no idle CPU> zap_refused=<refused: task>
 #     free=<parallel frees> free_stopped=<helpers stopped>
 #     zap_backoff=<refused: helpers stopped in a zap just before>
-#     free_backoff=<rounds without: helpers stopped in a flush just before>
 # (struct mtjob.stop_when_slower and struct mtjob_backoff); a counter the
 # kernel lacks counts 0.
 POLICY_COUNTERS="parallel_zap parallel_zap_munmap parallel_zap_dontneed
 parallel_zap_helpers_stopped parallel_zap_serial parallel_zap_busy
 parallel_zap_refused tlb_parallel_free tlb_parallel_free_helpers_stopped
-parallel_zap_stopped_backoff tlb_parallel_free_stopped_backoff"
+parallel_zap_stopped_backoff"
 policy_counts() {
 	awk -v names="$(echo $POLICY_COUNTERS)" '
 		{ v[$1] = $2 }
@@ -818,7 +817,7 @@ policy_delta() {
 			d[1] + d[2] + d[3], d[4], d[5]
 		printf " zap_busy=%d zap_refused=%d free=%d free_stopped=%d", \
 			d[6], d[7], d[8], d[9]
-		printf " zap_backoff=%d free_backoff=%d\n", d[10], d[11] }'
+		printf " zap_backoff=%d\n", d[10] }'
 }
 
 bench() {

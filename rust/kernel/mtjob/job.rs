@@ -293,9 +293,7 @@ impl<'a, I: Index> Job<'a, I> {
     ///
     /// The calling thread first runs a probe alone, before any helper is queued: the first
     /// `min_chunk` indices (at least one), up to the next aligned boundary. That is one more
-    /// chunk in [`Report::chunks`]. The rest of the range is then cut from the probe's end, in
-    /// about sixteen chunks a thread rather than four, so that the helpers' chunks in flight,
-    /// which the calling thread waits for once it stopped them, are short. After
+    /// chunk in [`Report::chunks`]. The rest of the range is then cut from the probe's end. After
     /// each of its chunks, the calling thread compares the time an index took in the chunks so
     /// far with the probe's: once the threads together run fewer indices per second than the
     /// calling thread did alone, helpers take no new chunk and the calling thread runs what is

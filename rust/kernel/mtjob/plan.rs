@@ -23,16 +23,6 @@ use core::ops::Range;
 /// support for multithreaded jobs").
 const CHUNKS_PER_THREAD: u64 = 4;
 
-/// About the chunks per thread of the rest of a job after its probe
-/// ([`Job::stop_helpers_when_slower`]): once the calling thread stops the helpers, after one of
-/// its chunks, it waits for the chunk each helper has in flight. Four times as many chunks as
-/// [`CHUNKS_PER_THREAD`] make both its first check and that wait a quarter as long, for four
-/// times as many claims and clock reads: one of each a chunk, next to chunks of a millisecond or
-/// more in the jobs that stop their helpers (a zap segment of 32 MiB, batches of 510 pages to
-/// free). Whether that is enough is measured by `make bench-slowdown` (the series' cover
-/// letter).
-pub(super) const PROBED_CHUNKS_PER_THREAD: u64 = 16;
-
 /// How a job's range is cut into chunks and how many threads work on it.
 ///
 /// Chunk 0 is `start..first`; chunk `k > 0` is `first + (k - 1) * chunk` plus `chunk` indices,
@@ -59,15 +49,13 @@ impl Plan {
         Self::cut(job, job.start, false)
     }
 
-    /// The plan of `job` after its probe, from `probe_end` (aligned, in the job's range) on, in
-    /// about [`PROBED_CHUNKS_PER_THREAD`] chunks a thread.
+    /// The plan of `job` after its probe, from `probe_end` (aligned, in the job's range) on.
     pub(super) fn after_probe<I: Index>(job: &Job<'_, I>, probe_end: u64) -> Self {
         Self::cut(job, probe_end, true)
     }
 
-    /// Cuts `start..job.end`; with `probed`, the rest after a probe: chunk boundaries count from
-    /// `start`, and chunks are smaller.
-    fn cut<I: Index>(job: &Job<'_, I>, start: u64, probed: bool) -> Self {
+    /// Cuts `start..job.end`; with `grid_at_start`, chunk boundaries count from `start`.
+    fn cut<I: Index>(job: &Job<'_, I>, start: u64, grid_at_start: bool) -> Self {
         let end = job.end;
         let size = end - start;
         if size == 0 {
@@ -109,19 +97,14 @@ impl Plan {
                 threads: 1,
             };
         }
-        let per_thread = if probed {
-            PROBED_CHUNKS_PER_THREAD
-        } else {
-            CHUNKS_PER_THREAD
-        };
-        let chunk = (size / threads.saturating_mul(per_thread))
+        let chunk = (size / threads.saturating_mul(CHUNKS_PER_THREAD))
             .max(job.min_chunk)
             .max(1);
         // `align` is a power of two, so the mask is its largest multiple when rounding overflows.
         let chunk = chunk
             .checked_next_multiple_of(align)
             .unwrap_or(!(align - 1));
-        let next = if probed {
+        let next = if grid_at_start {
             start.checked_add(chunk)
         } else {
             (start / chunk + 1).checked_mul(chunk)

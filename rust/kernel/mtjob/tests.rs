@@ -215,10 +215,10 @@ mod cases {
     }
 
     /// [`Job::stop_helpers_when_slower`](super::super::Job::stop_helpers_when_slower): the
-    /// caller's probe (8 indices) returns at once and every other chunk (8 indices, `min_chunk`)
+    /// caller's probe (8 indices) returns at once and every other chunk (about 31 indices)
     /// sleeps 20 ms, so the helpers stop once one has started (the caller's check after its next
     /// chunk sees it), and a stopped helper runs at most the chunk it has and one it took just
-    /// before; without the stop it would take about half of the 31. Without the setting nothing
+    /// before; without the stop it would take about half of the 8. Without the setting nothing
     /// stops. Every index runs once either way.
     #[test]
     fn slow_helpers_stop() -> Result {
@@ -261,11 +261,10 @@ mod cases {
         Ok(())
     }
 
-    /// The rest of a probed job is cut from the probe's end in about
-    /// [`PROBED_CHUNKS_PER_THREAD`](super::super::plan::PROBED_CHUNKS_PER_THREAD) chunks a thread,
-    /// an unprobed job in four: 4096 indices, `min_chunk` 8, two threads.
+    /// The rest of a probed job is cut on a grid of its own, from the probe's end, in four
+    /// chunks a thread as the job would be: 4096 indices, `min_chunk` 8, two threads.
     #[test]
-    fn probed_rest_cut_finer() -> Result {
+    fn probed_rest_cut_from_probe_end() -> Result {
         use super::super::plan::Plan;
         if crate::cpumask::Cpumask::online().weight() < 2 {
             return Ok(());
@@ -276,11 +275,11 @@ mod cases {
         let plan = Plan::new(&job);
         assert_eq!((plan.threads, plan.chunks), (2, 8));
         assert_eq!((plan.range(0), plan.range(7)), (0..512, 3584..4096));
-        // After the probe 0..8: 4088 / (2 * 16) = 127, from 8 on.
+        // After the probe 0..8: 4088 / (2 * 4) = 511, from 8 on.
         let rest = Plan::after_probe(&job, 8);
-        assert_eq!((rest.threads, rest.chunks), (2, 33));
-        assert_eq!((rest.range(0), rest.range(1)), (8..135, 135..262));
-        assert_eq!(rest.range(32), 4072..4096);
+        assert_eq!((rest.threads, rest.chunks), (2, 8));
+        assert_eq!((rest.range(0), rest.range(1)), (8..519, 519..1030));
+        assert_eq!(rest.range(7), 3585..4096);
         Ok(())
     }
 

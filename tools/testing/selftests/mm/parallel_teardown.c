@@ -58,7 +58,6 @@ static const char * const zap_serial_counters[] = {
 static const char * const free_serial_counters[] = {
 	"tlb_parallel_free_fallback", "tlb_parallel_free_nogrow",
 	"tlb_parallel_free_nogrow_memory", "tlb_parallel_free_nogrow_busy",
-	"tlb_parallel_free_stopped_backoff",
 };
 
 /* A /proc/vmstat counter, or -1 if the kernel has none of that name. */
