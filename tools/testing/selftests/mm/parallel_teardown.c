@@ -61,7 +61,7 @@ static const char * const free_serial_counters[] = {
 };
 
 /* A /proc/vmstat counter, or -1 if the kernel has none of that name. */
-static long vmstat(const char *name)
+static long counter(const char *name)
 {
 	size_t len = strlen(name);
 	char line[128];
@@ -82,16 +82,30 @@ static long vmstat(const char *name)
 }
 
 /* The sum of @names' counters; those the kernel lacks count 0. */
-static long vmstat_sum(const char * const *names, size_t nr)
+static long counters_sum(const char * const *names, size_t nr)
 {
 	long val, sum = 0;
 	size_t i;
 
 	for (i = 0; i < nr; i++) {
-		val = vmstat(names[i]);
+		val = counter(names[i]);
 		sum += val > 0 ? val : 0;
 	}
 	return sum;
+}
+
+/* Zaps not parallel, by any reason. */
+static long zap_serial(void)
+{
+	return counters_sum(zap_serial_counters,
+			    ARRAY_SIZE(zap_serial_counters));
+}
+
+/* Rounds of the parallel free not parallel, by any reason. */
+static long free_serial(void)
+{
+	return counters_sum(free_serial_counters,
+			    ARRAY_SIZE(free_serial_counters));
 }
 
 static int knob_path(enum knob k, char *buf, size_t len)
@@ -226,10 +240,9 @@ TEST_F(teardown, exit_zap)
 	if (!self->have[PARALLEL_ZAP])
 		SKIP(return, "no vm.parallel_zap");
 	ASSERT_TRUE(knob_write(PARALLEL_ZAP, 1));
-	pz = vmstat("parallel_zap");
-	pzt = vmstat("parallel_zap_threads");
-	other = vmstat_sum(zap_serial_counters,
-			   ARRAY_SIZE(zap_serial_counters));
+	pz = counter("parallel_zap");
+	pzt = counter("parallel_zap_threads");
+	other = zap_serial();
 
 	pid = fork();
 	ASSERT_GE(pid, 0);
@@ -246,12 +259,11 @@ TEST_F(teardown, exit_zap)
 	ASSERT_TRUE(WIFEXITED(status));
 	ASSERT_EQ(WEXITSTATUS(status), 0);
 
-	pz = vmstat("parallel_zap") - pz;
-	pzt = vmstat("parallel_zap_threads") - pzt;
-	other = vmstat_sum(zap_serial_counters,
-			   ARRAY_SIZE(zap_serial_counters)) - other;
-	ksft_print_msg("exit of %zu MiB: %ld parallel zaps (%ld threads), %ld serial or refused\n",
-		       self->size >> 20, pz, pzt, other);
+	pz = counter("parallel_zap") - pz;
+	pzt = counter("parallel_zap_threads") - pzt;
+	other = zap_serial() - other;
+	ksft_print_msg("exit: %ld parallel (%ld threads), %ld serial\n",
+		       pz, pzt, other);
 	/* The exit was counted, one way or the other. */
 	EXPECT_GE(pz + other, 1);
 	EXPECT_GE(pzt, 2 * pz);
@@ -275,19 +287,17 @@ TEST_F(teardown, munmap_zap)
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(p, MAP_FAILED);
 	fill(p, 3 * size, self->page, 0xa5);
-	pz = vmstat("parallel_zap_munmap");
-	pzt = vmstat("parallel_zap_munmap_threads");
-	other = vmstat_sum(zap_serial_counters,
-			   ARRAY_SIZE(zap_serial_counters));
+	pz = counter("parallel_zap_munmap");
+	pzt = counter("parallel_zap_munmap_threads");
+	other = zap_serial();
 
 	ASSERT_EQ(munmap(p + size, size), 0);
 
-	pz = vmstat("parallel_zap_munmap") - pz;
-	pzt = vmstat("parallel_zap_munmap_threads") - pzt;
-	other = vmstat_sum(zap_serial_counters,
-			   ARRAY_SIZE(zap_serial_counters)) - other;
-	ksft_print_msg("munmap() of %zu MiB: %ld parallel zaps (%ld threads), %ld serial or refused\n",
-		       size >> 20, pz, pzt, other);
+	pz = counter("parallel_zap_munmap") - pz;
+	pzt = counter("parallel_zap_munmap_threads") - pzt;
+	other = zap_serial() - other;
+	ksft_print_msg("munmap(): %ld parallel (%ld threads), %ld serial\n",
+		       pz, pzt, other);
 	EXPECT_TRUE(filled(p, p, size, self->page, 0xa5));
 	EXPECT_TRUE(filled(p, p + 2 * size, size, self->page, 0xa5));
 	/* mincore() of an unmapped range fails with ENOMEM. */
@@ -317,19 +327,17 @@ TEST_F(teardown, dontneed_zap)
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(p, MAP_FAILED);
 	fill(p, size, self->page, 0x3c);
-	pz = vmstat("parallel_zap_dontneed");
-	pzt = vmstat("parallel_zap_dontneed_threads");
-	other = vmstat_sum(zap_serial_counters,
-			   ARRAY_SIZE(zap_serial_counters));
+	pz = counter("parallel_zap_dontneed");
+	pzt = counter("parallel_zap_dontneed_threads");
+	other = zap_serial();
 
 	ASSERT_EQ(madvise(p + q, 2 * q, MADV_DONTNEED), 0);
 
-	pz = vmstat("parallel_zap_dontneed") - pz;
-	pzt = vmstat("parallel_zap_dontneed_threads") - pzt;
-	other = vmstat_sum(zap_serial_counters,
-			   ARRAY_SIZE(zap_serial_counters)) - other;
-	ksft_print_msg("MADV_DONTNEED of %zu MiB: %ld parallel zaps (%ld threads), %ld serial or refused\n",
-		       (2 * q) >> 20, pz, pzt, other);
+	pz = counter("parallel_zap_dontneed") - pz;
+	pzt = counter("parallel_zap_dontneed_threads") - pzt;
+	other = zap_serial() - other;
+	ksft_print_msg("MADV_DONTNEED: %ld parallel (%ld threads), %ld serial\n",
+		       pz, pzt, other);
 	EXPECT_TRUE(none_resident(p + q, 2 * q, self->page));
 	for (off = q; off < 3 * q; off += self->page)
 		if (*(unsigned long *)(p + off))
@@ -361,19 +369,17 @@ TEST_F(teardown, munmap_free)
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(p, MAP_FAILED);
 	fill(p, 2 * size, self->page, 0xc3);
-	pf = vmstat("tlb_parallel_free");
-	pft = vmstat("tlb_parallel_free_threads");
-	other = vmstat_sum(free_serial_counters,
-			   ARRAY_SIZE(free_serial_counters));
+	pf = counter("tlb_parallel_free");
+	pft = counter("tlb_parallel_free_threads");
+	other = free_serial();
 
 	ASSERT_EQ(munmap(p + size, size), 0);
 
-	pf = vmstat("tlb_parallel_free") - pf;
-	pft = vmstat("tlb_parallel_free_threads") - pft;
-	other = vmstat_sum(free_serial_counters,
-			   ARRAY_SIZE(free_serial_counters)) - other;
-	ksft_print_msg("munmap() of %zu MiB: %ld parallel frees (%ld threads), %ld rounds serial or refused\n",
-		       size >> 20, pf, pft, other);
+	pf = counter("tlb_parallel_free") - pf;
+	pft = counter("tlb_parallel_free_threads") - pft;
+	other = free_serial() - other;
+	ksft_print_msg("free: %ld parallel (%ld threads), %ld serial\n",
+		       pf, pft, other);
 	EXPECT_TRUE(filled(p, p, size, self->page, 0xc3));
 	EXPECT_GE(pf + other, 1);
 	EXPECT_GE(pft, 2 * pf);
