@@ -167,7 +167,9 @@ def boot_cells(shape, boots):
         rh, sh = runreport.hugetlb_jobs(r), runreport.hugetlb_jobs(s)
         for kb in sorted(set(rh) & set(sh)):
             if sh[kb]["us"]:
-                paths.setdefault(f"hugetlb {kb // 1024}M", []).append((
+                size = (f"{kb // 1048576}G" if kb >= 1048576 else
+                        f"{kb // 1024}M")
+                paths.setdefault(f"hugetlb {size}", []).append((
                     rh[kb]["us"] / sh[kb]["us"], rh[kb]["threads"]))
     rows = []
     for what, runs in sorted(paths.items()):
