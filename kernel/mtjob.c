@@ -476,9 +476,20 @@ EXPORT_SYMBOL_GPL(__mtjob_run);
  */
 bool mtjob_backoff_active(const struct mtjob_backoff *b)
 {
+	unsigned long left, longest;
+
 	if (!READ_ONCE(b->level) || !READ_ONCE(mtjob_backoff_ms))
 		return false;
-	return time_before(jiffies, READ_ONCE(b->until));
+	/*
+	 * Within the window: 1 to the longest window's jiffies left.  Not
+	 * time_before(): a window that ended more than LONG_MAX jiffies ago
+	 * (24.8 days on 32 bits, with no zap since to end the backoff) would
+	 * read as open again, and no job could end it.
+	 */
+	longest = (unsigned long)msecs_to_jiffies(MTJOB_BACKOFF_MS_MAX) <<
+		  (MTJOB_BACKOFF_MAX_LEVEL - 1);
+	left = READ_ONCE(b->until) - jiffies;
+	return left - 1 < longest;
 }
 
 /**

@@ -894,8 +894,11 @@ static void mtjob_test_backoff(struct kunit *test)
 		mtjob_backoff_update(&b, &serial);
 		KUNIT_EXPECT_TRUE(test, mtjob_backoff_active(&b));
 	}
-	/* The window over, the next job is parallel, and its stop doubles. */
+	/* The window over: no backoff, until the next stop. */
 	WRITE_ONCE(b.until, jiffies - 1);
+	KUNIT_EXPECT_FALSE(test, mtjob_backoff_active(&b));
+	/* Over for longer than time_before() can tell: still over. */
+	WRITE_ONCE(b.until, jiffies - 2 - LONG_MAX);
 	KUNIT_EXPECT_FALSE(test, mtjob_backoff_active(&b));
 	/* A job that kept its helpers ends the backoff and the doubling. */
 	mtjob_backoff_update(&b, &stopped);
