@@ -107,7 +107,7 @@ MODULE_PARM_DESC(max_threads, "Cap on the threads of every job, caller included 
  * a moment costs little: serial teardowns, as without the series.
  */
 unsigned int mtjob_backoff_ms = 1000;
-/* Longer first windows are taken as this one, 60 s. */
+/* Longer first windows are taken as this one, 60 s; it reads back as set. */
 #define MTJOB_BACKOFF_MS_MAX	60000U
 module_param_named(backoff_ms, mtjob_backoff_ms, uint, 0644);
 MODULE_PARM_DESC(backoff_ms, "Window in ms a path stays serial after a job whose helpers were stopped, doubled at each stop in a row (0: no backoff)");
@@ -457,15 +457,15 @@ out:
 }
 EXPORT_SYMBOL_GPL(__mtjob_run);
 
-/*
- * Create kernel::mtjob's node workqueue before the first jobs (deferred
- * struct page init, one per node at once) need it, in every kernel with a
- * user of kernel::mtjob (CONFIG_RUST_MTJOB): Rust users need it without
- * CONFIG_MTJOB_RUST too.  Not on first use: creating a workqueue sleeps and
- * allocates with GFP_KERNEL, which a job's caller may not be able to do.
- * Workqueues exist by early_initcall time; their per-node pools follow once
- * the topology is known.
- */
+/* The window, in jiffies, of a backoff at @level stops in a row. */
+static unsigned long mtjob_backoff_window(int level)
+{
+	unsigned int ms = min(READ_ONCE(mtjob_backoff_ms), MTJOB_BACKOFF_MS_MAX);
+
+	/* No overflow: 60 s of jiffies times 32 fits 32 bits. */
+	return (unsigned long)msecs_to_jiffies(ms) << (level - 1);
+}
+
 /**
  * mtjob_backoff_active() - is a path to ask for no helpers now?
  * @b: the path's backoff
@@ -476,20 +476,18 @@ EXPORT_SYMBOL_GPL(__mtjob_run);
  */
 bool mtjob_backoff_active(const struct mtjob_backoff *b)
 {
-	unsigned long left, longest;
+	int level = READ_ONCE(b->level);
+	unsigned long left;
 
-	if (!READ_ONCE(b->level) || !READ_ONCE(mtjob_backoff_ms))
+	if (!level || !READ_ONCE(mtjob_backoff_ms))
 		return false;
 	/*
-	 * Within the window: 1 to the longest window's jiffies left.  Not
-	 * time_before(): a window that ended more than LONG_MAX jiffies ago
-	 * (24.8 days on 32 bits, with no zap since to end the backoff) would
-	 * read as open again, and no job could end it.
+	 * From 1 to the window's jiffies left.  Not time_before(), under
+	 * which a window that ended more than LONG_MAX jiffies ago (24.8 days
+	 * on 32 bits, with no job since) would read as open again.
 	 */
-	longest = (unsigned long)msecs_to_jiffies(MTJOB_BACKOFF_MS_MAX) <<
-		  (MTJOB_BACKOFF_MAX_LEVEL - 1);
 	left = READ_ONCE(b->until) - jiffies;
-	return left - 1 < longest;
+	return left - 1 < mtjob_backoff_window(level);
 }
 
 /**
@@ -497,33 +495,43 @@ bool mtjob_backoff_active(const struct mtjob_backoff *b)
  * @b: the path's backoff
  * @report: the job's report, from mtjob_run_report()
  *
- * A job whose helpers were stopped opens a window, from now, of
- * "mtjob.backoff_ms" milliseconds (at most 60000) times 2^(stops in a row
- * - 1), the stops counted up to %MTJOB_BACKOFF_MAX_LEVEL.  A job of two
- * threads or more whose helpers ran to its end ends the backoff and its
- * count of stops.  A job of one thread tells nothing and changes nothing.
+ * A job whose helpers were stopped, once the last window has ended, opens
+ * a window, from now, of "mtjob.backoff_ms" milliseconds (at most 60000)
+ * times 2^(stops in a row - 1), counting up to %MTJOB_BACKOFF_MAX_LEVEL
+ * stops; within a window it only moves the window's end to as long from
+ * now.  A job of two threads or more whose helpers ran to its end, once
+ * the window has ended, ends the count of stops.  Jobs that end within a
+ * window started before it opened: they neither count as a new stop in a
+ * row nor end it.  A job of one thread tells nothing and changes nothing.
  *
  * Context: Any context.
  */
 void mtjob_backoff_update(struct mtjob_backoff *b,
 			  const struct mtjob_report *report)
 {
-	unsigned int ms = min(READ_ONCE(mtjob_backoff_ms), MTJOB_BACKOFF_MS_MAX);
-	int level;
+	int level = READ_ONCE(b->level);
+	bool open = mtjob_backoff_active(b);
 
-	if (report->helpers_stopped && ms) {
-		level = min(READ_ONCE(b->level) + 1, MTJOB_BACKOFF_MAX_LEVEL);
-		/* No overflow: 60 s of jiffies times 32 fits 32 bits. */
-		WRITE_ONCE(b->until,
-			   jiffies + ((unsigned long)msecs_to_jiffies(ms) <<
-				      (level - 1)));
+	if (report->helpers_stopped && READ_ONCE(mtjob_backoff_ms)) {
+		if (!open)
+			level = min(level + 1, MTJOB_BACKOFF_MAX_LEVEL);
+		WRITE_ONCE(b->until, jiffies + mtjob_backoff_window(level));
 		WRITE_ONCE(b->level, level);
 	} else if (report->nr_threads > 1 && !report->helpers_stopped &&
-		   READ_ONCE(b->level)) {
+		   level && !open) {
 		WRITE_ONCE(b->level, 0);
 	}
 }
 
+/*
+ * Create kernel::mtjob's node workqueue before the first jobs (deferred
+ * struct page init, one per node at once) need it, in every kernel with a
+ * user of kernel::mtjob (CONFIG_RUST_MTJOB): Rust users need it without
+ * CONFIG_MTJOB_RUST too.  Not on first use: creating a workqueue sleeps and
+ * allocates with GFP_KERNEL, which a job's caller may not be able to do.
+ * Workqueues exist by early_initcall time; their per-node pools follow once
+ * the topology is known.
+ */
 static int __init mtjob_init(void)
 {
 	/*

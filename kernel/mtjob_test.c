@@ -859,13 +859,20 @@ static long backoff_left(const struct mtjob_backoff *b)
 	return (long)(READ_ONCE(b->until) - jiffies);
 }
 
+/* Ends @b's window now, as if its time had passed. */
+static void backoff_expire(struct mtjob_backoff *b)
+{
+	WRITE_ONCE(b->until, jiffies - 1);
+}
+
 /*
- * struct mtjob_backoff: each stop in a row opens a window of
- * mtjob.backoff_ms times 1, 2, 4, ... up to 2^MTJOB_BACKOFF_MAX_LEVEL / 2;
- * a job whose helpers ran to its end ends it, a serial one changes nothing,
- * and mtjob.backoff_ms=0 turns it off.  The windows are checked against
- * their ends, not slept through; a window that ended is made so by moving
- * its end into the past.
+ * struct mtjob_backoff: each stop in a row, once the last window ended,
+ * opens a window of mtjob.backoff_ms times 1, 2, 4, ... up to 32; jobs that
+ * end within a window (they started before it) neither double nor end it;
+ * a job that kept its helpers after the window ends the count, a serial
+ * one changes nothing, and mtjob.backoff_ms=0 turns it off.  The windows
+ * are checked against their ends, not slept through; a window is ended by
+ * moving its end into the past.
  */
 static void mtjob_test_backoff(struct kunit *test)
 {
@@ -882,6 +889,7 @@ static void mtjob_test_backoff(struct kunit *test)
 	mtjob_backoff_ms = 1000;
 	KUNIT_EXPECT_FALSE(test, mtjob_backoff_active(&b));
 	for (stop = 1; stop <= MTJOB_BACKOFF_MAX_LEVEL + 2; stop++) {
+		backoff_expire(&b);
 		mtjob_backoff_update(&b, &stopped);
 		window = msecs_to_jiffies(1000) <<
 			 (min(stop, MTJOB_BACKOFF_MAX_LEVEL) - 1);
@@ -890,23 +898,24 @@ static void mtjob_test_backoff(struct kunit *test)
 		/* Not preempted for half the window meanwhile, even under TCG. */
 		KUNIT_EXPECT_GT(test, backoff_left(&b), (long)window / 2);
 		KUNIT_EXPECT_TRUE(test, mtjob_backoff_active(&b));
-		/* A serial job in the window does not end it. */
+		/* Jobs ending in the window: neither a new stop nor an end. */
 		mtjob_backoff_update(&b, &serial);
+		mtjob_backoff_update(&b, &kept);
+		mtjob_backoff_update(&b, &stopped);
+		KUNIT_EXPECT_EQ(test, b.level, min(stop, MTJOB_BACKOFF_MAX_LEVEL));
 		KUNIT_EXPECT_TRUE(test, mtjob_backoff_active(&b));
 	}
-	/* The window over: no backoff, until the next stop. */
-	WRITE_ONCE(b.until, jiffies - 1);
+	backoff_expire(&b);
 	KUNIT_EXPECT_FALSE(test, mtjob_backoff_active(&b));
 	/* Over for longer than time_before() can tell: still over. */
 	WRITE_ONCE(b.until, jiffies - 2 - LONG_MAX);
 	KUNIT_EXPECT_FALSE(test, mtjob_backoff_active(&b));
-	/* A job that kept its helpers ends the backoff and the doubling. */
-	mtjob_backoff_update(&b, &stopped);
+	/* After the window, a job that kept its helpers ends the count. */
 	mtjob_backoff_update(&b, &kept);
 	KUNIT_EXPECT_EQ(test, b.level, 0);
-	KUNIT_EXPECT_FALSE(test, mtjob_backoff_active(&b));
 	mtjob_backoff_update(&b, &stopped);
 	KUNIT_EXPECT_EQ(test, b.level, 1);
+	KUNIT_EXPECT_TRUE(test, mtjob_backoff_active(&b));
 	/* mtjob.backoff_ms=0: no window, even one already open. */
 	mtjob_backoff_ms = 0;
 	KUNIT_EXPECT_FALSE(test, mtjob_backoff_active(&b));

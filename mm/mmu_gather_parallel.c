@@ -63,10 +63,10 @@
  *
  * - The caller first frees one batch alone, timed, and stops the helpers
  *   once the threads together free slower than that (stop_when_slower).
- *   Unlike the zap, the free keeps no backoff after a stop (struct
- *   mtjob_backoff): on an idle 2-vCPU guest it stopped its helpers in 1 to
- *   3 of 5 teardowns of 4 GiB, and with a backoff the rest of those
- *   teardowns ran serially (make bench-slowdown, 2026-11-29).
+ *   Unlike the zap, the free keeps no struct mtjob_backoff across
+ *   teardowns: on an idle 2-vCPU guest it stopped its helpers in 1 to 3
+ *   of 5 teardowns of 4 GiB, and with a backoff (and finer chunks,
+ *   measured together) the rest of those teardowns ran serially.
  *
  * - The job's indices are the gather's batches, in the order of its batch
  *   list, which each chunk walks from its head: no array to allocate.  With

@@ -220,18 +220,20 @@ bool mtjob_may_use_helpers(gfp_t gfp);
  * slowed them (a host that deschedules its guest's vCPUs, threads busy on
  * every CPU) is rarely gone a moment later.  After such a job the path asks
  * for no helpers for a window of "mtjob.backoff_ms" milliseconds, doubled
- * at each stop in a row, up to %MTJOB_BACKOFF_MAX_LEVEL doublings; a job
- * whose helpers ran to its end ends the backoff.  One per path, shared by
- * every task of it, read and written with READ_ONCE() and WRITE_ONCE()
- * without a lock: a lost update only moves the end of a window or the
- * count of stops.  Zero-initialised: no backoff.
+ * at each stop in a row: 1, 2, 4, ... 32 times it for %MTJOB_BACKOFF_MAX_LEVEL
+ * stops and more.  A job that starts after the window and keeps its helpers
+ * to its end ends the count.  One per path, shared by every task of it, read
+ * and written with READ_ONCE() and WRITE_ONCE() without a lock: two jobs
+ * that end at once may count one stop instead of two, or end the count
+ * after a stop that opened a window meanwhile, which only changes how long
+ * the path stays serial.  Zero-initialised: no backoff.
  */
 struct mtjob_backoff {
 	int level;
 	unsigned long until;
 };
 
-/* Doublings of the first window at most: 32 times it (32 s by default). */
+/* Stops in a row counted at most: the window is then 32 times the first. */
 #define MTJOB_BACKOFF_MAX_LEVEL	6
 
 bool mtjob_backoff_active(const struct mtjob_backoff *b);

@@ -5,8 +5,9 @@
  * vm.parallel_free alone, each at the lowest threshold the kernel takes.
  *
  * Each test checks what the teardown must leave: the data around the range
- * intact, the range unmapped or empty, the exiting child's own data, and
- * that /proc/vmstat accounts for the teardown: zapped (or freed) by two
+ * intact, the range unmapped or empty, the parent's copy of a range an
+ * exiting child shared copy-on-write intact, and that /proc/vmstat
+ * accounts for the teardown: zapped (or freed) by two
  * threads or more, or left serial for a reason a counter names (one
  * thread, the task may not have helpers, no idle CPU, no memory for the
  * plan, a backoff after helpers that were stopped).  Whether it went
@@ -60,52 +61,64 @@ static const char * const free_serial_counters[] = {
 	"tlb_parallel_free_nogrow_memory", "tlb_parallel_free_nogrow_busy",
 };
 
-/* A /proc/vmstat counter, or -1 if the kernel has none of that name. */
-static long counter(const char *name)
+/* What one reading of /proc/vmstat says of a path. */
+struct counts {
+	long done;	/* teardowns (or rounds) by two threads or more */
+	long threads;	/* their threads */
+	long serial;	/* the others, by any reason */
+};
+
+/*
+ * Reads the counters @done and @threads and the sum of @serial, in one pass,
+ * so that a teardown elsewhere moves all of them or none; counters the
+ * kernel lacks count 0.
+ */
+static void read_counts(const char *done, const char *threads,
+			const char * const *serial, size_t nr, struct counts *c)
 {
-	size_t len = strlen(name);
-	char line[128];
-	long val = -1;
+	char name[64];
+	long val;
+	size_t i;
 	FILE *f;
 
+	memset(c, 0, sizeof(*c));
 	f = fopen("/proc/vmstat", "r");
 	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, name, len) && line[len] == ' ') {
-			val = atol(line + len + 1);
-			break;
-		}
+		return;
+	while (fscanf(f, "%63s %ld", name, &val) == 2) {
+		if (!strcmp(name, done))
+			c->done = val;
+		else if (!strcmp(name, threads))
+			c->threads = val;
+		for (i = 0; i < nr; i++)
+			if (!strcmp(name, serial[i]))
+				c->serial += val;
 	}
 	fclose(f);
-	return val;
 }
 
-/* The sum of @names' counters; those the kernel lacks count 0. */
-static long counters_sum(const char * const *names, size_t nr)
+static void zap_counts(const char *path, struct counts *c)
 {
-	long val, sum = 0;
-	size_t i;
+	char done[64], threads[64];
 
-	for (i = 0; i < nr; i++) {
-		val = counter(names[i]);
-		sum += val > 0 ? val : 0;
-	}
-	return sum;
+	snprintf(done, sizeof(done), "parallel_zap%s", path);
+	snprintf(threads, sizeof(threads), "parallel_zap%s_threads", path);
+	read_counts(done, threads, zap_serial_counters,
+		    ARRAY_SIZE(zap_serial_counters), c);
 }
 
-/* Zaps not parallel, by any reason. */
-static long zap_serial(void)
+static void free_counts(struct counts *c)
 {
-	return counters_sum(zap_serial_counters,
-			    ARRAY_SIZE(zap_serial_counters));
+	read_counts("tlb_parallel_free", "tlb_parallel_free_threads",
+		    free_serial_counters, ARRAY_SIZE(free_serial_counters), c);
 }
 
-/* Rounds of the parallel free not parallel, by any reason. */
-static long free_serial(void)
+/* @after less @before, into @after. */
+static void counts_since(struct counts *after, const struct counts *before)
 {
-	return counters_sum(free_serial_counters,
-			    ARRAY_SIZE(free_serial_counters));
+	after->done -= before->done;
+	after->threads -= before->threads;
+	after->serial -= before->serial;
 }
 
 static int knob_path(enum knob k, char *buf, size_t len)
@@ -174,18 +187,71 @@ static bool none_resident(void *p, size_t size, size_t page)
 	return none;
 }
 
+/* MemAvailable in bytes, or 0. */
+static unsigned long mem_available(void)
+{
+	unsigned long kb = 0;
+	char line[128];
+	FILE *f;
+
+	f = fopen("/proc/meminfo", "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %lu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb << 10;
+}
+
 FIXTURE(teardown)
 {
 	unsigned long saved[NR_KNOBS];
 	bool have[NR_KNOBS];
+	bool changed[NR_KNOBS];
 	size_t page;
-	size_t size;
+	size_t size;	/* bytes of the range a test tears down */
+	size_t edge;	/* bytes of the pages around it */
 };
+
+/* Writes @val to @k, remembering to restore it. */
+static bool set_knob(FIXTURE_DATA(teardown) * self, enum knob k,
+		     unsigned long val)
+{
+	self->changed[k] = true;
+	return knob_write(k, val);
+}
+
+/*
+ * Writes the first of @from, 2 * @from, 4 * @from, ... below @max that the
+ * kernel takes as @k: the lowest it takes, for a @from below it.  Returns
+ * that value, or 0.
+ */
+static unsigned long set_lowest(FIXTURE_DATA(teardown) * self,
+				enum knob k, unsigned long from,
+				unsigned long max)
+{
+	unsigned long v;
+
+	for (v = from; v && v < max; v *= 2)
+		if (set_knob(self, k, v))
+			return v;
+	return 0;
+}
+
+static void restore_knobs(FIXTURE_DATA(teardown) * self)
+{
+	int k;
+
+	for (k = 0; k < NR_KNOBS; k++)
+		if (self->have[k] && self->changed[k])
+			knob_write(k, self->saved[k]);
+}
 
 FIXTURE_SETUP(teardown)
 {
 	unsigned long pmd = read_pmd_pagesize();
-	unsigned long batch, lowest;
+	unsigned long zap = 0, fr = 0, most;
 	int k;
 
 	if (geteuid())
@@ -195,159 +261,162 @@ FIXTURE_SETUP(teardown)
 	if (!self->have[PARALLEL_ZAP] && !self->have[PARALLEL_FREE])
 		SKIP(return, "no vm.parallel_zap or vm.parallel_free");
 
+	/*
+	 * The lowest thresholds the kernel takes, found by asking: one PMD
+	 * block for the zap, what a gather holds without growing for the
+	 * free.  Then a range of at least twice each, 256 MiB at least.
+	 */
 	self->page = getpagesize();
-	if (!pmd)
-		pmd = 2UL << 20;
-	/* At least two PMD blocks: the zap cuts a range at its entries. */
+	most = 16UL << 30;
+	if (self->have[PARALLEL_ZAP_THRESHOLD])
+		zap = set_lowest(self, PARALLEL_ZAP_THRESHOLD,
+				 pmd ? pmd / self->page : 1, most / self->page);
+	if (self->have[PARALLEL_FREE_THRESHOLD])
+		fr = set_lowest(self, PARALLEL_FREE_THRESHOLD, 1024,
+				most / self->page);
+	if ((self->have[PARALLEL_ZAP_THRESHOLD] && !zap) ||
+	    (self->have[PARALLEL_FREE_THRESHOLD] && !fr)) {
+		restore_knobs(self);
+		SKIP(return, "no threshold below 16 GiB taken");
+	}
 	self->size = 256UL << 20;
 	if (self->size < 2 * pmd)
 		self->size = 2 * pmd;
-
-	/*
-	 * The lowest thresholds: one PMD block for the zap; for the free, the
-	 * pages a gather holds without growing, MAX_GATHER_BATCH_COUNT
-	 * batches of MAX_GATHER_BATCH pointers (include/asm-generic/tlb.h: a
-	 * page less the batch's 16-byte header; 10000 pointers' worth of
-	 * batches, at least one).
-	 */
-	batch = (self->page - 16) / sizeof(void *);
-	lowest = (10000 / batch ? 10000 / batch : 1) * batch;
-	if (self->have[PARALLEL_ZAP_THRESHOLD])
-		ASSERT_TRUE(knob_write(PARALLEL_ZAP_THRESHOLD, pmd / self->page));
-	if (self->have[PARALLEL_FREE_THRESHOLD])
-		ASSERT_TRUE(knob_write(PARALLEL_FREE_THRESHOLD, lowest));
+	if (self->size < 2 * zap * self->page)
+		self->size = 2 * zap * self->page;
+	if (self->size < 2 * fr * self->page)
+		self->size = 2 * fr * self->page;
+	self->edge = 16 * self->page;
+	if (mem_available() / 2 < self->size) {
+		restore_knobs(self);
+		SKIP(return, "%zu MiB ranges do not fit", self->size >> 20);
+	}
 }
 
 FIXTURE_TEARDOWN(teardown)
 {
-	int k;
+	restore_knobs(self);
+}
 
-	for (k = 0; k < NR_KNOBS; k++)
-		if (self->have[k])
-			knob_write(k, self->saved[k]);
+/* Prints what the teardown did and checks that it was counted. */
+static void check_counted(struct __test_metadata *_metadata,
+			  const char *what, const struct counts *d)
+{
+	ksft_print_msg("%s: %ld parallel (%ld threads), %ld serial\n",
+		       what, d->done, d->threads, d->serial);
+	/* One way or the other. */
+	EXPECT_GE(d->done + d->serial, 1);
+	EXPECT_GE(d->threads, 2 * d->done);
 }
 
 /*
- * A child maps, fills and checks a range, then exits: exit_mmap() zaps it
- * with helpers or tells why not.
+ * A child exits with a range it shares, copy-on-write, with its parent, and
+ * half of it written (copied) by the child: exit_mmap() zaps it with helpers
+ * or counts why not, and the parent's copy keeps its data.
  */
 TEST_F(teardown, exit_zap)
 {
-	long pz, pzt, other;
+	size_t size = self->size, page = self->page, off;
+	struct counts before, d;
 	int status;
 	pid_t pid;
+	char *p;
 
 	if (!self->have[PARALLEL_ZAP])
 		SKIP(return, "no vm.parallel_zap");
-	ASSERT_TRUE(knob_write(PARALLEL_ZAP, 1));
-	pz = counter("parallel_zap");
-	pzt = counter("parallel_zap_threads");
-	other = zap_serial();
+	ASSERT_TRUE(set_knob(self, PARALLEL_ZAP, 1));
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(p, MAP_FAILED);
+	fill(p, size, page, 0x5a);
+	zap_counts("", &before);
 
 	pid = fork();
 	ASSERT_GE(pid, 0);
 	if (!pid) {
-		char *p = mmap(NULL, self->size, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-		if (p == MAP_FAILED)
-			_exit(2);
-		fill(p, self->size, self->page, 0x5a);
-		_exit(filled(p, p, self->size, self->page, 0x5a) ? 0 : 3);
+		for (off = 0; off < size; off += 2 * page)
+			*(unsigned long *)(p + off) = ~0UL;
+		for (off = 0; off < size; off += page)
+			if (*(unsigned long *)(p + off) !=
+			    (off % (2 * page) ? (off / page) ^ 0x5a : ~0UL))
+				_exit(3);
+		_exit(0);
 	}
 	ASSERT_EQ(waitpid(pid, &status, 0), pid);
 	ASSERT_TRUE(WIFEXITED(status));
-	ASSERT_EQ(WEXITSTATUS(status), 0);
+	EXPECT_EQ(WEXITSTATUS(status), 0);
 
-	pz = counter("parallel_zap") - pz;
-	pzt = counter("parallel_zap_threads") - pzt;
-	other = zap_serial() - other;
-	ksft_print_msg("exit: %ld parallel (%ld threads), %ld serial\n",
-		       pz, pzt, other);
-	/* The exit was counted, one way or the other. */
-	EXPECT_GE(pz + other, 1);
-	EXPECT_GE(pzt, 2 * pz);
+	zap_counts("", &d);
+	counts_since(&d, &before);
+	check_counted(_metadata, "exit", &d);
+	EXPECT_TRUE(filled(p, p, size, page, 0x5a));
+	munmap(p, size);
 }
 
-/*
- * munmap() of the middle of three ranges: its neighbours keep their data,
- * and it is gone.
- */
+/* munmap() of a range: the pages around it keep their data, it is gone. */
 TEST_F(teardown, munmap_zap)
 {
-	size_t size = self->size;
-	long pz, pzt, other;
+	size_t size = self->size, edge = self->edge;
+	struct counts before, d;
 	unsigned char vec;
 	char *p;
 
 	if (!self->have[PARALLEL_ZAP_LIVE])
 		SKIP(return, "no vm.parallel_zap_live");
-	ASSERT_TRUE(knob_write(PARALLEL_ZAP_LIVE, 1));
-	p = mmap(NULL, 3 * size, PROT_READ | PROT_WRITE,
+	ASSERT_TRUE(set_knob(self, PARALLEL_ZAP_LIVE, 1));
+	p = mmap(NULL, size + 2 * edge, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(p, MAP_FAILED);
-	fill(p, 3 * size, self->page, 0xa5);
-	pz = counter("parallel_zap_munmap");
-	pzt = counter("parallel_zap_munmap_threads");
-	other = zap_serial();
+	fill(p, size + 2 * edge, self->page, 0xa5);
+	zap_counts("_munmap", &before);
 
-	ASSERT_EQ(munmap(p + size, size), 0);
+	ASSERT_EQ(munmap(p + edge, size), 0);
 
-	pz = counter("parallel_zap_munmap") - pz;
-	pzt = counter("parallel_zap_munmap_threads") - pzt;
-	other = zap_serial() - other;
-	ksft_print_msg("munmap(): %ld parallel (%ld threads), %ld serial\n",
-		       pz, pzt, other);
-	EXPECT_TRUE(filled(p, p, size, self->page, 0xa5));
-	EXPECT_TRUE(filled(p, p + 2 * size, size, self->page, 0xa5));
+	zap_counts("_munmap", &d);
+	counts_since(&d, &before);
+	check_counted(_metadata, "munmap()", &d);
+	EXPECT_TRUE(filled(p, p, edge, self->page, 0xa5));
+	EXPECT_TRUE(filled(p, p + edge + size, edge, self->page, 0xa5));
 	/* mincore() of an unmapped range fails with ENOMEM. */
-	EXPECT_EQ(mincore(p + size, self->page, &vec), -1);
+	EXPECT_EQ(mincore(p + edge, self->page, &vec), -1);
 	EXPECT_EQ(errno, ENOMEM);
-	EXPECT_GE(pz + other, 1);
-	EXPECT_GE(pzt, 2 * pz);
-	munmap(p, size);
-	munmap(p + 2 * size, size);
+	EXPECT_EQ(mincore(p + edge + size - self->page, self->page, &vec), -1);
+	munmap(p, edge);
+	munmap(p + edge + size, edge);
 }
 
 /*
- * MADV_DONTNEED of the middle half of a range: it reads zeroes and holds no
- * page, the rest keeps its data.
+ * MADV_DONTNEED of a range: it reads zeroes and holds no page, the pages
+ * around it keep their data.
  */
 TEST_F(teardown, dontneed_zap)
 {
-	size_t size = 2 * self->size, q = size / 4;
-	long pz, pzt, other;
-	size_t off;
+	size_t size = self->size, edge = self->edge, off;
+	struct counts before, d;
 	char *p;
 
 	if (!self->have[PARALLEL_ZAP_LIVE])
 		SKIP(return, "no vm.parallel_zap_live");
-	ASSERT_TRUE(knob_write(PARALLEL_ZAP_LIVE, 1));
-	p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+	ASSERT_TRUE(set_knob(self, PARALLEL_ZAP_LIVE, 1));
+	p = mmap(NULL, size + 2 * edge, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(p, MAP_FAILED);
-	fill(p, size, self->page, 0x3c);
-	pz = counter("parallel_zap_dontneed");
-	pzt = counter("parallel_zap_dontneed_threads");
-	other = zap_serial();
+	fill(p, size + 2 * edge, self->page, 0x3c);
+	zap_counts("_dontneed", &before);
 
-	ASSERT_EQ(madvise(p + q, 2 * q, MADV_DONTNEED), 0);
+	ASSERT_EQ(madvise(p + edge, size, MADV_DONTNEED), 0);
 
-	pz = counter("parallel_zap_dontneed") - pz;
-	pzt = counter("parallel_zap_dontneed_threads") - pzt;
-	other = zap_serial() - other;
-	ksft_print_msg("MADV_DONTNEED: %ld parallel (%ld threads), %ld serial\n",
-		       pz, pzt, other);
-	EXPECT_TRUE(none_resident(p + q, 2 * q, self->page));
-	for (off = q; off < 3 * q; off += self->page)
+	zap_counts("_dontneed", &d);
+	counts_since(&d, &before);
+	check_counted(_metadata, "MADV_DONTNEED", &d);
+	EXPECT_TRUE(none_resident(p + edge, size, self->page));
+	for (off = edge; off < edge + size; off += self->page)
 		if (*(unsigned long *)(p + off))
 			break;
-	EXPECT_EQ(off, 3 * q);
-	EXPECT_TRUE(filled(p, p, q, self->page, 0x3c));
-	EXPECT_TRUE(filled(p, p + 3 * q, q, self->page, 0x3c));
-	EXPECT_GE(pz + other, 1);
-	EXPECT_GE(pzt, 2 * pz);
-	munmap(p, size);
+	EXPECT_EQ(off, edge + size);
+	EXPECT_TRUE(filled(p, p, edge, self->page, 0x3c));
+	EXPECT_TRUE(filled(p, p + edge + size, edge, self->page, 0x3c));
+	munmap(p, size + 2 * edge);
 }
 
 /*
@@ -356,34 +425,28 @@ TEST_F(teardown, dontneed_zap)
  */
 TEST_F(teardown, munmap_free)
 {
-	size_t size = self->size;
-	long pf, pft, other;
+	size_t size = self->size, edge = self->edge;
+	struct counts before, d;
 	char *p;
 
 	if (!self->have[PARALLEL_FREE])
 		SKIP(return, "no vm.parallel_free");
-	ASSERT_TRUE(knob_write(PARALLEL_FREE, 1));
+	ASSERT_TRUE(set_knob(self, PARALLEL_FREE, 1));
 	if (self->have[PARALLEL_ZAP_LIVE])
-		ASSERT_TRUE(knob_write(PARALLEL_ZAP_LIVE, 0));
-	p = mmap(NULL, 2 * size, PROT_READ | PROT_WRITE,
+		ASSERT_TRUE(set_knob(self, PARALLEL_ZAP_LIVE, 0));
+	p = mmap(NULL, size + edge, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(p, MAP_FAILED);
-	fill(p, 2 * size, self->page, 0xc3);
-	pf = counter("tlb_parallel_free");
-	pft = counter("tlb_parallel_free_threads");
-	other = free_serial();
+	fill(p, size + edge, self->page, 0xc3);
+	free_counts(&before);
 
-	ASSERT_EQ(munmap(p + size, size), 0);
+	ASSERT_EQ(munmap(p, size), 0);
 
-	pf = counter("tlb_parallel_free") - pf;
-	pft = counter("tlb_parallel_free_threads") - pft;
-	other = free_serial() - other;
-	ksft_print_msg("free: %ld parallel (%ld threads), %ld serial\n",
-		       pf, pft, other);
-	EXPECT_TRUE(filled(p, p, size, self->page, 0xc3));
-	EXPECT_GE(pf + other, 1);
-	EXPECT_GE(pft, 2 * pf);
-	munmap(p, size);
+	free_counts(&d);
+	counts_since(&d, &before);
+	check_counted(_metadata, "free", &d);
+	EXPECT_TRUE(filled(p, p + size, edge, self->page, 0xc3));
+	munmap(p + size, edge);
 }
 
 TEST_HARNESS_MAIN
