@@ -198,29 +198,13 @@ def boot_logs(name):
 
 
 def run_boot_shape(name, gspec, load, repeat):
-    logdir = os.path.join(LOGDIR, name)
     nodes, cpus = map(int, gspec.split("x")[:2])
-    cmd = [sys.executable, os.path.join(REPO, "scripts", "bench.py"),
-           "deferred", "--kbuild", KBUILD, "--guests", gspec,
-           "--engines", "rust,serial", "--repeat", str(repeat),
-           "--no-helper-trace", "--prealloc", "on", "--timeout", "600",
-           "--append", runreport.boot_params(nodes, cpus),
-           "--logdir", logdir]
-    loops = host_load(os.cpu_count() or 2) if load else []
-    try:
-        print(f"slowdown: {name}: {' '.join(cmd[1:])}", flush=True)
-        r = subprocess.run(cmd, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True)
-    finally:
-        for p in loops:
-            p.kill()
-            p.wait()
-    with open(os.path.join(LOGDIR, f"{name}.out"), "w") as f:
-        f.write(r.stdout)
-    if r.returncode:
-        print(r.stdout[-3000:])
-        sys.exit(f"slowdown: {name}: bench.py deferred failed "
-                 f"({r.returncode}); see {LOGDIR}/{name}.out")
+    run_logged(name, "bench.py deferred", load, [
+        "bench.py", "deferred", "--kbuild", KBUILD, "--guests", gspec,
+        "--engines", "rust,serial", "--repeat", str(repeat),
+        "--no-helper-trace", "--prealloc", "on", "--timeout", "600",
+        "--append", runreport.boot_params(nodes, cpus),
+        "--logdir", os.path.join(LOGDIR, name)])
     return boot_logs(name)
 
 
@@ -230,12 +214,10 @@ def host_load(n):
             for _ in range(n)]
 
 
-def run_shape(name, args, load, repeat, timeout):
-    logdir = os.path.join(LOGDIR, name)
-    cmd = [sys.executable, os.path.join(REPO, "scripts", "guest.py"),
-           "freebench", "--kbuild", KBUILD, "--mem", "8",
-           "--repeat", str(repeat), "--thp", "0", "--prealloc",
-           "--timeout", str(timeout), "--logdir", logdir] + args
+def run_logged(name, what, load, args):
+    """Runs scripts/ARGS[0] with ARGS[1:] (with LOAD, a busy loop on each
+    host CPU meanwhile), its output in LOGDIR/NAME.out; exits on failure."""
+    cmd = [sys.executable, os.path.join(REPO, "scripts", args[0])] + args[1:]
     loops = host_load(os.cpu_count() or 2) if load else []
     try:
         print(f"slowdown: {name}: {' '.join(cmd[1:])}", flush=True)
@@ -249,8 +231,16 @@ def run_shape(name, args, load, repeat, timeout):
         f.write(r.stdout)
     if r.returncode:
         print(r.stdout[-3000:])
-        sys.exit(f"slowdown: {name}: guest.py freebench failed "
-                 f"({r.returncode}); see {LOGDIR}/{name}.out")
+        sys.exit(f"slowdown: {name}: {what} failed ({r.returncode}); "
+                 f"see {LOGDIR}/{name}.out")
+
+
+def run_shape(name, args, load, repeat, timeout):
+    run_logged(name, "guest.py freebench", load, [
+        "guest.py", "freebench", "--kbuild", KBUILD, "--mem", "8",
+        "--repeat", str(repeat), "--thp", "0", "--prealloc",
+        "--timeout", str(timeout),
+        "--logdir", os.path.join(LOGDIR, name)] + args)
     return guest_log(name)
 
 

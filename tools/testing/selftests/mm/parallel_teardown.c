@@ -157,6 +157,17 @@ static void fill(char *base, size_t size, size_t page, unsigned long salt)
 		*(unsigned long *)(base + off) = (off / page) ^ salt;
 }
 
+/* A private anonymous mapping of @size bytes, fill()ed; or MAP_FAILED. */
+static char *map_filled(size_t size, size_t page, unsigned long salt)
+{
+	char *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p != MAP_FAILED)
+		fill(p, size, page, salt);
+	return p;
+}
+
 /* Whether every page of [@p, @p + @size) still holds what fill() wrote. */
 static bool filled(const char *base, const char *p, size_t size,
 		   size_t page, unsigned long salt)
@@ -325,10 +336,8 @@ TEST_F(teardown, exit_zap)
 	if (!self->have[PARALLEL_ZAP])
 		SKIP(return, "no vm.parallel_zap");
 	ASSERT_TRUE(set_knob(self, PARALLEL_ZAP, 1));
-	p = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p = map_filled(size, page, 0x5a);
 	ASSERT_NE(p, MAP_FAILED);
-	fill(p, size, page, 0x5a);
 	zap_counts("", &before);
 
 	pid = fork();
@@ -364,10 +373,8 @@ TEST_F(teardown, munmap_zap)
 	if (!self->have[PARALLEL_ZAP_LIVE])
 		SKIP(return, "no vm.parallel_zap_live");
 	ASSERT_TRUE(set_knob(self, PARALLEL_ZAP_LIVE, 1));
-	p = mmap(NULL, size + 2 * edge, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p = map_filled(size + 2 * edge, self->page, 0xa5);
 	ASSERT_NE(p, MAP_FAILED);
-	fill(p, size + 2 * edge, self->page, 0xa5);
 	zap_counts("_munmap", &before);
 
 	ASSERT_EQ(munmap(p + edge, size), 0);
@@ -398,10 +405,8 @@ TEST_F(teardown, dontneed_zap)
 	if (!self->have[PARALLEL_ZAP_LIVE])
 		SKIP(return, "no vm.parallel_zap_live");
 	ASSERT_TRUE(set_knob(self, PARALLEL_ZAP_LIVE, 1));
-	p = mmap(NULL, size + 2 * edge, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p = map_filled(size + 2 * edge, self->page, 0x3c);
 	ASSERT_NE(p, MAP_FAILED);
-	fill(p, size + 2 * edge, self->page, 0x3c);
 	zap_counts("_dontneed", &before);
 
 	ASSERT_EQ(madvise(p + edge, size, MADV_DONTNEED), 0);
@@ -434,10 +439,8 @@ TEST_F(teardown, munmap_free)
 	ASSERT_TRUE(set_knob(self, PARALLEL_FREE, 1));
 	if (self->have[PARALLEL_ZAP_LIVE])
 		ASSERT_TRUE(set_knob(self, PARALLEL_ZAP_LIVE, 0));
-	p = mmap(NULL, size + edge, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p = map_filled(size + edge, self->page, 0xc3);
 	ASSERT_NE(p, MAP_FAILED);
-	fill(p, size + edge, self->page, 0xc3);
 	free_counts(&before);
 
 	ASSERT_EQ(munmap(p, size), 0);
