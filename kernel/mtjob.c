@@ -457,13 +457,29 @@ out:
 }
 EXPORT_SYMBOL_GPL(__mtjob_run);
 
-/* The window, in jiffies, of a backoff at @level stops in a row. */
+/* The window, in jiffies, of a backoff at @level stops in a row, @level >= 1. */
 static unsigned long mtjob_backoff_window(int level)
 {
 	unsigned int ms = min(READ_ONCE(mtjob_backoff_ms), MTJOB_BACKOFF_MS_MAX);
 
 	/* No overflow: 60 s of jiffies times 32 fits 32 bits. */
 	return (unsigned long)msecs_to_jiffies(ms) << (level - 1);
+}
+
+/*
+ * Whether a backoff read as @level and @until is within its window: from 1
+ * to the longest window's jiffies left, so that a reader that sees a new
+ * end with the old level still sees the window.  Not time_before(), under
+ * which a window that ended more than LONG_MAX jiffies ago (24.8 days on 32
+ * bits, with no job since) would read as open until as long again; here it
+ * reads as open again only for the longest window every 2^32 jiffies.
+ */
+static bool mtjob_backoff_open(int level, unsigned long until)
+{
+	if (!level || !READ_ONCE(mtjob_backoff_ms))
+		return false;
+	return until - jiffies - 1 <
+	       mtjob_backoff_window(MTJOB_BACKOFF_MAX_LEVEL);
 }
 
 /**
@@ -476,18 +492,7 @@ static unsigned long mtjob_backoff_window(int level)
  */
 bool mtjob_backoff_active(const struct mtjob_backoff *b)
 {
-	int level = READ_ONCE(b->level);
-	unsigned long left;
-
-	if (!level || !READ_ONCE(mtjob_backoff_ms))
-		return false;
-	/*
-	 * From 1 to the window's jiffies left.  Not time_before(), under
-	 * which a window that ended more than LONG_MAX jiffies ago (24.8 days
-	 * on 32 bits, with no job since) would read as open again.
-	 */
-	left = READ_ONCE(b->until) - jiffies;
-	return left - 1 < mtjob_backoff_window(level);
+	return mtjob_backoff_open(READ_ONCE(b->level), READ_ONCE(b->until));
 }
 
 /**
@@ -495,14 +500,14 @@ bool mtjob_backoff_active(const struct mtjob_backoff *b)
  * @b: the path's backoff
  * @report: the job's report, from mtjob_run_report()
  *
- * A job whose helpers were stopped, once the last window has ended, opens
- * a window, from now, of "mtjob.backoff_ms" milliseconds (at most 60000)
- * times 2^(stops in a row - 1), counting up to %MTJOB_BACKOFF_MAX_LEVEL
- * stops; within a window it only moves the window's end to as long from
- * now.  A job of two threads or more whose helpers ran to its end, once
- * the window has ended, ends the count of stops.  Jobs that end within a
- * window started before it opened: they neither count as a new stop in a
- * row nor end it.  A job of one thread tells nothing and changes nothing.
+ * A job whose helpers were stopped opens a window, from now, of
+ * "mtjob.backoff_ms" milliseconds (at most 60000) times 2^(stops in a row
+ * - 1), counting up to %MTJOB_BACKOFF_MAX_LEVEL stops; one that ends
+ * within a window (it started before the window opened) only moves the
+ * window's end to as long from now, without counting.  A job of two
+ * threads or more that ends after the window, its helpers kept to its end,
+ * ends the count of stops; one that ends within a window changes nothing.
+ * A job of one thread tells nothing and changes nothing.
  *
  * Context: Any context.
  */
@@ -510,9 +515,10 @@ void mtjob_backoff_update(struct mtjob_backoff *b,
 			  const struct mtjob_report *report)
 {
 	int level = READ_ONCE(b->level);
-	bool open = mtjob_backoff_active(b);
+	bool open = mtjob_backoff_open(level, READ_ONCE(b->until));
 
 	if (report->helpers_stopped && READ_ONCE(mtjob_backoff_ms)) {
+		/* Open or not, @level is at least 1 from here on. */
 		if (!open)
 			level = min(level + 1, MTJOB_BACKOFF_MAX_LEVEL);
 		WRITE_ONCE(b->until, jiffies + mtjob_backoff_window(level));

@@ -868,9 +868,11 @@ static void backoff_expire(struct mtjob_backoff *b)
 /*
  * struct mtjob_backoff: each stop in a row, once the last window ended,
  * opens a window of mtjob.backoff_ms times 1, 2, 4, ... up to 32; jobs that
- * end within a window (they started before it) neither double nor end it;
- * a job that kept its helpers after the window ends the count, a serial
- * one changes nothing, and mtjob.backoff_ms=0 turns it off.  The windows
+ * end within a window (they started before it) neither double nor end it,
+ * a stop only moving its end; a job that kept its helpers after the window
+ * ends the count, a serial one changes nothing, a window stays open up to
+ * 32 times the first window at the current mtjob.backoff_ms, and
+ * mtjob.backoff_ms=0 turns it off.  The windows
  * are checked against their ends, not slept through; a window is ended by
  * moving its end into the past.
  */
@@ -886,7 +888,7 @@ static void mtjob_test_backoff(struct kunit *test)
 	unsigned long window;
 	int stop;
 
-	mtjob_backoff_ms = 1000;
+	WRITE_ONCE(mtjob_backoff_ms, 1000);
 	KUNIT_EXPECT_FALSE(test, mtjob_backoff_active(&b));
 	for (stop = 1; stop <= MTJOB_BACKOFF_MAX_LEVEL + 2; stop++) {
 		backoff_expire(&b);
@@ -898,11 +900,16 @@ static void mtjob_test_backoff(struct kunit *test)
 		/* Not preempted for half the window meanwhile, even under TCG. */
 		KUNIT_EXPECT_GT(test, backoff_left(&b), (long)window / 2);
 		KUNIT_EXPECT_TRUE(test, mtjob_backoff_active(&b));
-		/* Jobs ending in the window: neither a new stop nor an end. */
+		/*
+		 * Jobs ending in the window: neither a new stop nor an end; a
+		 * stop moves the end to a whole window from now.
+		 */
 		mtjob_backoff_update(&b, &serial);
 		mtjob_backoff_update(&b, &kept);
+		WRITE_ONCE(b.until, jiffies + msecs_to_jiffies(500));
 		mtjob_backoff_update(&b, &stopped);
 		KUNIT_EXPECT_EQ(test, b.level, min(stop, MTJOB_BACKOFF_MAX_LEVEL));
+		KUNIT_EXPECT_GT(test, backoff_left(&b), (long)window / 2);
 		KUNIT_EXPECT_TRUE(test, mtjob_backoff_active(&b));
 	}
 	backoff_expire(&b);
@@ -916,13 +923,18 @@ static void mtjob_test_backoff(struct kunit *test)
 	mtjob_backoff_update(&b, &stopped);
 	KUNIT_EXPECT_EQ(test, b.level, 1);
 	KUNIT_EXPECT_TRUE(test, mtjob_backoff_active(&b));
+	/* A first window of 10 ms: the open 1 s one is past its longest. */
+	WRITE_ONCE(mtjob_backoff_ms, 10);
+	KUNIT_EXPECT_FALSE(test, mtjob_backoff_active(&b));
+	WRITE_ONCE(mtjob_backoff_ms, 1000);
+	KUNIT_EXPECT_TRUE(test, mtjob_backoff_active(&b));
 	/* mtjob.backoff_ms=0: no window, even one already open. */
-	mtjob_backoff_ms = 0;
+	WRITE_ONCE(mtjob_backoff_ms, 0);
 	KUNIT_EXPECT_FALSE(test, mtjob_backoff_active(&b));
 	b = (struct mtjob_backoff){};
 	mtjob_backoff_update(&b, &stopped);
 	KUNIT_EXPECT_EQ(test, b.level, 0);
-	mtjob_backoff_ms = saved;
+	WRITE_ONCE(mtjob_backoff_ms, saved);
 }
 
 /*

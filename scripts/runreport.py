@@ -163,7 +163,8 @@ DECLINE_COUNTERS = {
     "exit": (("busy", "parallel_zap_busy"),
              ("refused", "parallel_zap_refused"),
              ("one-thread", "parallel_zap_serial"),
-             ("nomem", "parallel_zap_nomem")),
+             ("nomem", "parallel_zap_nomem"),
+             ("backoff", "parallel_zap_stopped_backoff")),
 }
 
 

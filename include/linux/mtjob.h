@@ -212,21 +212,21 @@ bool mtjob_may_use_helpers(gfp_t gfp);
 /**
  * struct mtjob_backoff - a path left serial for a while after stopped helpers
  * @level: the stops in a row, 0 to %MTJOB_BACKOFF_MAX_LEVEL; 0: no backoff.
- * @until: in jiffies, the end of the window the last stop opened.
+ * @until: in jiffies, the end of the current or the last window.
  *
  * For a path whose jobs repeat (every large teardown) and set
- * &mtjob.stop_when_slower: the helpers of a job that stopped them cost that
- * job time (its caller waits for the chunks they have in flight), and what
- * slowed them (a host that deschedules its guest's vCPUs, threads busy on
- * every CPU) is rarely gone a moment later.  After such a job the path asks
+ * &mtjob.stop_when_slower: helpers that had to be stopped slowed their job
+ * down, and what slowed them (a host that deschedules its guest's vCPUs,
+ * threads busy on every CPU) is rarely gone a moment later.  After such a job the path asks
  * for no helpers for a window of "mtjob.backoff_ms" milliseconds, doubled
  * at each stop in a row: 1, 2, 4, ... 32 times it for %MTJOB_BACKOFF_MAX_LEVEL
- * stops and more.  A job that starts after the window and keeps its helpers
- * to its end ends the count.  One per path, shared by every task of it, read
- * and written with READ_ONCE() and WRITE_ONCE() without a lock: two jobs
- * that end at once may count one stop instead of two, or end the count
- * after a stop that opened a window meanwhile, which only changes how long
- * the path stays serial.  Zero-initialised: no backoff.
+ * stops and more.  A job of two threads or more that ends after the window
+ * with its helpers kept to its end ends the count; jobs that end within a
+ * window neither double nor end it (a stop only moves its end).  One per
+ * path, shared by every task of it, read and written with READ_ONCE() and
+ * WRITE_ONCE() without a lock: a job that ends the count as another's stop
+ * opens a window may close that window, which only gives the next job its
+ * helpers.  Zero-initialised: no backoff.
  */
 struct mtjob_backoff {
 	int level;

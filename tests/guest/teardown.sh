@@ -34,6 +34,7 @@ VM=/proc/sys/vm
 COUNTERS="tlb_parallel_free tlb_parallel_free_threads tlb_parallel_free_fallback
 	tlb_parallel_free_nogrow_busy parallel_zap parallel_zap_threads
 	parallel_zap_serial parallel_zap_busy parallel_zap_refused
+	parallel_zap_stopped_backoff
 	parallel_zap_nomem"
 # What else ran in the guest during the run (issue 46: an exit refused as
 # busy on a quiet machine): kswapd's and kcompactd's work, and the watermark
