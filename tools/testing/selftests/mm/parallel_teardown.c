@@ -69,9 +69,8 @@ struct counts {
 };
 
 /*
- * Reads the counters @done and @threads and the sum of @serial, in one pass,
- * so that a teardown elsewhere moves all of them or none; counters the
- * kernel lacks count 0.
+ * Reads the counters @done and @threads and the sum of @serial in one pass
+ * of /proc/vmstat, close together; counters the kernel lacks count 0.
  */
 static void read_counts(const char *done, const char *threads,
 			const char * const *serial, size_t nr, struct counts *c)
