@@ -58,7 +58,8 @@ KMAKE = $(MAKE) -C $(TREE) O=$(KBUILD) LLVM=$(LLVM)
 	setup-arm64 kernel-arm64 check-arm64 configs bench-free-arm64 \
 	boottest-norust kernel-bench run check check-full \
 	kconfig-modversions kconfig-optin kernel-modversions boottest-modversions \
-	rustfmt rust-analyzer series series-scope series-build bench-hugetlb bench-free bench-engine \
+	rustfmt rust-analyzer series series-scope series-mtjob series-teardown \
+	series-parts series-kunit series-build bench-hugetlb bench-free bench-engine \
 	bench-deferred bench-slowdown stress clean distclean help
 
 all: help
@@ -82,7 +83,9 @@ help:
 	@echo "make bench-slowdown parallel / serial time of each path: teardowns on 4 guest shapes (quiet, oversubscribed, busy host, one node), boot-time paths on 3: table and heatmap"
 	@echo "make stress  sanitizers, random jobs, fault injection, hotplug, 8-node server (hours)"
 	@echo "make series  cut the overlay into the RFC patches (build/series-7.3/)"
-	@echo "make series-scope  the scoped-work patches alone, with their own cover letter"
+	@echo "make series-parts  the series as three postable series (scope, mtjob, teardown), each with its cover letter"
+	@echo "make series-scope, series-mtjob, series-teardown  one of the three"
+	@echo "make series-kunit PART=scope|mtjob  KUnit on the tree at the end of that part (builds it)"
 	@echo "make series-build  build every patch of the series in turn (CONFIG_WERROR=y, W=1 on its C files)"
 
 setup:
@@ -404,12 +407,51 @@ stress: kernel
 series: apply
 	@python3 scripts/series.py --tree $(TREE) --out $(SERIES_OUT)
 
-# The scoped-work part alone (the patches up to scope!(), with
-# series/cover-letter-scope.txt), a series that can be posted before the
-# rest; 'make series-build LAST=N' with N its last patch builds it alone.
+# The series as three postable series (issue 50), each with its own cover
+# letter and numbered from 1, each based on the one before (format-patch's
+# base-commit and prerequisite-patch-id lines, as b4 writes them):
+#   $(SERIES_OUT)-scope     scoped work items, for Rust-for-Linux and
+#                           workqueue (series/cover-letter-scope.txt)
+#   $(SERIES_OUT)-mtjob     kernel::mtjob, mtjob_run() and its two boot-time
+#                           users (series/cover-letter-mtjob.txt)
+#   $(SERIES_OUT)-teardown  the parallel free and zap, their kselftest and
+#                           the DO-NOT-MERGE test hooks
+#                           (series/cover-letter-teardown.txt)
+# 'make series-build LAST=N' with N a part's last patch builds the parts
+# up to it alone; 'make series-kunit PART=scope|mtjob' runs KUnit on them.
+SCOPE_LAST    := add scoped work items
+MTJOB_FIRST   := rust: page: add Pfn
+MTJOB_LAST    := initialise each node's gigantic pages
+TEARDOWN_FIRST := workqueue: add workqueue_unbound_cpumask()
 series-scope: apply
 	@python3 scripts/series.py --tree $(TREE) --out $(SERIES_OUT)-scope \
-		--upto 'add scoped work items' --cover $(OVERLAY)/series/cover-letter-scope.txt
+		--upto '$(SCOPE_LAST)' --cover $(OVERLAY)/series/cover-letter-scope.txt
+series-mtjob: apply
+	@python3 scripts/series.py --tree $(TREE) --out $(SERIES_OUT)-mtjob \
+		--from '$(MTJOB_FIRST)' --upto "$(MTJOB_LAST)" \
+		--cover $(OVERLAY)/series/cover-letter-mtjob.txt
+series-teardown: apply
+	@python3 scripts/series.py --tree $(TREE) --out $(SERIES_OUT)-teardown \
+		--from '$(TEARDOWN_FIRST)' --cover $(OVERLAY)/series/cover-letter-teardown.txt
+series-parts: series-scope series-mtjob series-teardown
+
+# KUnit on the tree at the end of the scope or the mtjob part alone, as a
+# reviewer who applied only that much would run it: its last patch built
+# in $(SERIES_KBUILD) (make series-build FIRST=N LAST=N), then kunit.py
+# exec from that patch's tree.  The suites and doctests of the later parts
+# are not there, so what runs is what the part brings.
+PART ?= scope
+PART_LAST = $(if $(filter scope,$(PART)),$(SCOPE_LAST),$(if $(filter mtjob,$(PART)),$(MTJOB_LAST),$(error PART=scope or PART=mtjob)))
+PART_N = $(shell grep '^\[patch\]' $(OVERLAY)/series/series.conf | grep -nF -- "$(PART_LAST)" | cut -d: -f1)
+series-kunit:
+	@$(MAKE) -s series-build FIRST=$(PART_N) LAST=$(PART_N)
+	@echo "series-kunit: KUnit on patch $(PART_N) ($(PART) part), log in $(BUILD)/logs/series-kunit-$(PART).log"
+	@mkdir -p $(BUILD)/logs
+	@cd $(TREE)-series-tree && python3 tools/testing/kunit/kunit.py exec \
+		--build_dir $(SERIES_KBUILD) --kunitconfig $(OVERLAY)/tests/mtjob.kunitconfig \
+		--qemu_config $(OVERLAY)/tests/qemu_configs/x86_64_numa.py --timeout 1800 \
+		> $(BUILD)/logs/series-kunit-$(PART).log 2>&1; rc=$$?; \
+		grep -E 'Testing complete|^\[[0-9:]+\] (Ran|Elapsed)' $(BUILD)/logs/series-kunit-$(PART).log; exit $$rc
 
 # SKIP_LAST=1 (make check, right after 'make kernel'): the last patch is the
 # overlay that $(KBUILD) holds, built with the same .config.  FIRST=N and

@@ -37,7 +37,7 @@ class Patch:
     def __init__(self, title):
         self.title = title
         self.files = []
-        self.claims = []        # (path, start regex, end regex or None)
+        self.claims = []        # (path, start, end regex or None, once)
         self.interims = []      # (path, compiled regex, replacement)
         self.body = []
 
@@ -67,12 +67,16 @@ def parse_conf(path):
                     die(f"{path}: text before the first [patch]: {line}")
             elif line.startswith("files:"):
                 patches[-1].files += line[len("files:"):].split()
-            elif line.startswith("claim:"):
-                fpath, _, rx = line[len("claim:"):].strip().partition(" ")
+            elif line.startswith(("claim:", "claim-once:")):
+                once = line.startswith("claim-once:")
+                fpath, _, rx = line.partition(":")[2].strip().partition(" ")
                 start, sep, end = rx.partition(" ... ")
+                if once and not sep:
+                    die(f"{path}: claim-once needs 'FILE START ... END': "
+                        f"{line}")
                 patches[-1].claims.append(
                     (fpath, re.compile(start.strip()),
-                     re.compile(end.strip()) if sep else None))
+                     re.compile(end.strip()) if sep else None, once))
             elif line.startswith("interim:"):
                 fpath, _, rest = line[len("interim:"):].strip().partition(" ")
                 rx, sep, repl = rest.partition(" => ")
@@ -115,9 +119,10 @@ def assign_added(patches, path, owner, lines, before=None):
     between the blocks around it, not two.  BEFORE is the line before the
     run (None at the start of the file).
     """
-    claims = [(i, start, end) for i, p in enumerate(patches)
-              for f, start, end in p.claims if f == path]
+    claims = [(i, start, end, once) for i, p in enumerate(patches)
+              for f, start, end, once in p.claims if f == path]
     out, cur, back, until, tail = [], owner, None, None, None
+    taken = set()
     after_blank, prev = False, before
     for line in lines:
         if tail is not None:
@@ -126,9 +131,13 @@ def assign_added(patches, path, owner, lines, before=None):
                 out.append(done)
                 prev = line
                 continue
-        for i, start, end in claims:
-            if until is None and start.search(line):
+        for i, start, end, once in claims:
+            # claim-once: the first block only, where its start matches
+            # a later block's line too ("/**" of the next function).
+            if until is None and start.search(line) and not (
+                    once and (i, start.pattern) in taken):
                 USED.add((i, path, start.pattern))
+                taken.add((i, start.pattern))
                 if end is not None:
                     back, until = cur, end
                     after_blank = prev is not None and prev.strip() == ""
@@ -259,11 +268,14 @@ def identity():
     return name, email
 
 
-def build_series(tree, patches, outdir, upto=None, cover=None):
+def build_series(tree, patches, outdir, first=1, upto=None, cover=None):
     """Commit the series on the branch 'series' of TREE and write it with
-    its cover letter into OUTDIR.  UPTO (a patch number): write only the
-    patches up to it, a series of its own, with the cover letter COVER
-    (series/cover-letter.txt by default)."""
+    its cover letter into OUTDIR.  FIRST and UPTO (patch numbers of the
+    whole series): write only the patches FIRST..UPTO, a series of its own,
+    numbered from 1, with the cover letter COVER (series/cover-letter.txt
+    by default), and with FIRST > 1 format-patch's base-commit (7.3) and a
+    prerequisite-patch-id for each patch before FIRST, as b4 writes a
+    series that depends on another."""
     paths = {rel: src for rel, src, _ in overlay.overlay_files(OVERLAY)}
     own = owners(patches, paths)
     stages = {}
@@ -274,7 +286,7 @@ def build_series(tree, patches, outdir, upto=None, cover=None):
         stages[rel] = stage_contents(patches, tree, rel, own[rel], final, base)
     stale = [f"'{p.title}': {f}: '{rx.pattern}'"
              for k, p in enumerate(patches)
-             for f, rx in ([(f, start) for f, start, _ in p.claims] +
+             for f, rx in ([(f, start) for f, start, *_ in p.claims] +
                            [(f, rx) for f, rx, _ in p.interims])
              if (k, f, rx.pattern) not in USED]
     if stale:
@@ -289,19 +301,34 @@ def build_series(tree, patches, outdir, upto=None, cover=None):
                GIT_AUTHOR_DATE="2026-11-21T00:00:00Z",
                GIT_COMMITTER_DATE="2026-11-21T00:00:00Z")
     titles = [p.title for p in patches]
-    for p in patches:
-        p.body = resolve_cover(p.body, titles, None, None, {},
-                               f"changelog of '{p.title}'")
+    last = upto or len(patches)
+    # A changelog names patches of its own series: its numbers count from
+    # that series' first patch, and one outside it fails.
+    for k, p in enumerate(patches, 1):
+        own = titles[first - 1:last] if first <= k <= last else titles
+        off = first - 1 if first <= k <= last else 0
+        p.body = resolve_cover(p.body, own, None, None, {},
+                               f"changelog of '{p.title}'", off)
     git(tree, "read-tree", "base", env=env)
     parent = git(tree, "rev-parse", "base")
+    # One update-index a patch, of the files whose content it changes:
+    # every git call that writes the index rewrites all of 7.3's (about
+    # 90 000 entries), which once a file and a patch took minutes.
+    shas, written = {}, {}
     for k, p in enumerate(patches):
+        entries = []
         for rel in sorted(paths):
             content = stages[rel][k]
-            if content is None:
+            if content is None or written.get(rel) == content:
                 continue
-            sha = git(tree, "hash-object", "-w", "--stdin", inp=content)
-            git(tree, "update-index", "--add", "--cacheinfo",
-                f"100644,{sha},{rel}", env=env)
+            if content not in shas:
+                shas[content] = git(tree, "hash-object", "-w", "--stdin",
+                                    inp=content)
+            written[rel] = content
+            entries.append(f"100644 {shas[content]}\t{rel}\n")
+        if entries:
+            git(tree, "update-index", "--add", "--index-info", env=env,
+                inp="".join(entries).encode())
         t = git(tree, "write-tree", env=env)
         msg = (f"{p.title}\n\n{p.body}\n\n"
                f"Signed-off-by: {name} <{email}>\n")
@@ -309,9 +336,14 @@ def build_series(tree, patches, outdir, upto=None, cover=None):
     os.unlink(index)
     git(tree, "update-ref", "refs/heads/series", parent)
     # The last commit must hold exactly the overlay.
-    for rel in sorted(paths):
-        if (git(tree, "rev-parse", f"series:{rel}") !=
-                git(tree, "hash-object", os.path.join(tree, rel))):
+    rels = sorted(paths)
+    held = dict(ln.split("\t", 1)[::-1] for ln in git(
+        tree, "ls-tree", "-r", "--format=%(objectname)\t%(path)", "series",
+        "--", *rels).split("\n") if ln)
+    have = git(tree, "hash-object", "--", *[os.path.join(tree, r)
+                                            for r in rels]).split("\n")
+    for rel, sha in zip(rels, have):
+        if held.get(rel) != sha:
             die(f"the series does not add up to the overlay: {rel} differs "
                 "(run 'make apply' first?)")
     # The cover letter is resolved before the old series is removed: a
@@ -323,22 +355,25 @@ def build_series(tree, patches, outdir, upto=None, cover=None):
 
         def added(k, fpath):
             return [ln[1:] for ln in git(
-                tree, "show", "--format=", "-U0", commits[k], "--",
+                tree, "show", "--format=", "-U0", commits[first - 1 + k], "--",
                 fpath).split("\n")
                 if ln.startswith("+") and
                 not re.match(r"\+\+\+ (b/|/dev/null)", ln)]
         with open(cover) as f:
             text = f.read()
-        text = resolve_cover(text, titles, added,
+        text = resolve_cover(text, titles[first - 1:last], added,
                              lambda rel: read_final(tree, rel), read_facts())
     shutil.rmtree(outdir, ignore_errors=True)
     os.makedirs(outdir)
+    start = "base" if first == 1 else f"series~{len(patches) - first + 1}"
     git(tree, "format-patch", "-q", "--cover-letter", "--subject-prefix",
-        "RFC PATCH", "-o", outdir,
-        f"base..series~{len(patches) - upto}" if upto else "base..series")
+        "RFC PATCH", "-o", outdir, "--base", "base",
+        f"{start}..series~{len(patches) - last}")
     if text is not None:
         fill_cover(outdir, text)
-    print(f"series: {upto or len(patches)} patches in {outdir}")
+    print(f"series: {last - first + 1} patches in {outdir}"
+          + (f" (patches {first}-{last} of {len(patches)})"
+             if (first, last) != (1, len(patches)) else ""))
 
 
 # The cover letter and the changelogs name no patch by number and the cover
@@ -386,13 +421,16 @@ def read_facts():
     return facts
 
 
-def resolve_cover(text, titles, added, read, facts, what="cover letter"):
+def resolve_cover(text, titles, added, read, facts, what="cover letter",
+                  off=0):
     """Write patch numbers and facts into TEXT (the cover letter, or with
     ADDED None, READ None and FACTS {} a changelog: {patch:TITLE} only).
 
-    TITLES are the patches' titles in order, ADDED(k, FILE) the lines patch
-    k (from 0) adds to FILE, READ(FILE) a file of the final tree, FACTS
-    {NAME: (FILE, REGEX)}.
+    TITLES are the titles of the patches TEXT may name, in order (those of
+    its own series), ADDED(k, FILE) the lines the k-th of them (from 0)
+    adds to FILE, READ(FILE) a file of the final tree, FACTS {NAME: (FILE,
+    REGEX)}.  OFF: only for the wording of an error, the whole series'
+    number of the patch before TITLES[0].
     """
     bare = REF.sub("\x00", text)
     m = LITERAL.search(bare)
@@ -408,7 +446,9 @@ def resolve_cover(text, titles, added, read, facts, what="cover letter"):
             hits = [k for k, t in enumerate(titles) if arg in t]
             if len(hits) != 1:
                 die(f"{what}: {{patch:{arg}}} matches {len(hits)} "
-                    "patch titles, not one")
+                    "patch titles, not one"
+                    + f" of patches {off + 1}-{off + len(titles)}, its "
+                    "own series")
             return str(hits[0] + 1)
         if added is None:
             die(f"{what}: {{{kind}{arg}}}: a changelog says {{patch:TITLE}} "
@@ -595,6 +635,10 @@ def main():
     ap.add_argument("--upto", metavar="TITLE",
                     help="write only the patches up to the one whose title "
                     "contains TITLE, a series of its own (with --cover)")
+    ap.add_argument("--from", dest="start", metavar="TITLE",
+                    help="write only the patches from the one whose title "
+                    "contains TITLE (with --upto, to that one), a series "
+                    "of its own based on the patches before it")
     ap.add_argument("--cover", metavar="FILE",
                     help="the cover letter (default: series/cover-letter.txt)")
     args = ap.parse_args()
@@ -604,14 +648,20 @@ def main():
         die("--last N needs --build and N >= --first")
     globals()["OVERLAY"] = os.path.abspath(args.overlay)
     patches = parse_conf(os.path.join(OVERLAY, "series", "series.conf"))
-    upto = None
-    if args.upto:
-        found = [k for k, p in enumerate(patches, 1) if args.upto in p.title]
+    def number(opt, title):
+        found = [k for k, p in enumerate(patches, 1) if title in p.title]
         if len(found) != 1:
-            die(f"--upto '{args.upto}': {len(found)} patches match")
-        upto = found[0]
+            die(f"{opt} '{title}': {len(found)} patches match")
+        return found[0]
+    first = number("--from", args.start) if args.start else 1
+    upto = number("--upto", args.upto) if args.upto else None
+    if upto is not None and upto < first:
+        die(f"--upto '{args.upto}' is patch {upto}, before --from's {first}")
+    if (args.start or args.upto) and args.build:
+        die("--from and --upto write a part of the series; build it with "
+            "--first and --last")
     build_series(os.path.abspath(args.tree), patches, os.path.abspath(args.out),
-                 upto, args.cover and os.path.abspath(args.cover))
+                 first, upto, args.cover and os.path.abspath(args.cover))
     if args.build:
         build_each(os.path.abspath(args.tree), os.path.abspath(args.build),
                    patches, args.llvm, args.config, args.skip_last,
