@@ -189,7 +189,9 @@ class ZapCases(unittest.TestCase):
             body += part[:part.index("\n}\n")]
         self.run = set(re.findall(r"^\trun_zap(?:_munmap|_dontneed)? (\S+)",
                                   body, re.M))
-        self.full = set(re.findall(r"^\tfull_case_zap (\S+)", body, re.M))
+        self.full = set(re.findall(
+            r"^\t(?:full_case_zap|full run_zap(?:_munmap|_dontneed)?) (\S+)",
+            body, re.M))
 
     def test_full_only_cases_agree(self):
         self.assertEqual(self.full, guest.ZAP_FULL_ONLY)

@@ -620,11 +620,11 @@ zap_munmap_cases() {
 	# write-protected (a memfd): every test kernel has USERFAULTFD and
 	# uffd-wp (x86_64, arm64), so a kernel without fails the case.
 	run_zap_munmap zap-munmap-uffd free_test live uffd "$m" 0
-	run_zap_munmap zap-munmap-uffd-wp free_test live uffd-wp "$m" 0
+	full run_zap_munmap zap-munmap-uffd-wp free_test live uffd-wp "$m" 0
 	# Three VMAs in the range (its middle third MADV_RANDOM, checked in
 	# /proc/self/maps): one job.
 	run_zap_munmap zap-munmap-split free_test live split "$m" 0
-	run_zap_munmap zap-munmap-nice-19 free_test nice19 live anon "$m" 0
+	full run_zap_munmap zap-munmap-nice-19 free_test nice19 live anon "$m" 0
 	# 128 MiB: below ZAP_LOW with 4 KiB and with 64 KiB pages.
 	run_zap_munmap zap-munmap-small free_test live anon 128 0
 	# MADV_DONTNEED(_LOCKED) of the same ranges, the mapping left: the
@@ -654,7 +654,7 @@ zap_munmap_cases() {
 		free_test live mlock "$m" 0 dontneed
 	# The REMOVE event of the range, then the handler fills what reads
 	# it; a memfd write-protected keeps a marker in every zapped entry.
-	run_zap_dontneed zap-dontneed-uffd free_test live uffd "$m" 0 dontneed
+	full run_zap_dontneed zap-dontneed-uffd free_test live uffd "$m" 0 dontneed
 	run_zap_dontneed zap-dontneed-uffd-wp \
 		free_test live uffd-wp "$m" 0 dontneed
 	echo 0 > $VM/parallel_zap_live
@@ -735,8 +735,12 @@ mm_selftests() {
 }
 
 full_case_zap() {
+	full run_zap "$@"
+}
+# full COMMAND...: COMMAND in the full tests only (mttest.free=test).
+full() {
 	[ "$(arg mttest.free)" = test ] || return 0
-	run_zap "$@"
+	"$@"
 }
 
 swap_on_zram() {
@@ -1060,17 +1064,18 @@ swap_on_zram || echo "free.sh: no swap on zram"
 [ "$(arg mttest.free)" = bench ] ||
 	{ [ -w /sys/module/mtjob/parameters/backoff_ms ] &&
 		echo 0 > /sys/module/mtjob/parameters/backoff_ms; }
-# mttest.free=quick ('make check'): the cases run by full_case are left out;
-# 19 of 33 remain: off by default, the sysctl bounds, below the threshold,
-# munmap() of 2 GiB without THP and exit() with, a COW fork, a shared
-# mapping of page cache, three of the
-# policies that refuse helpers (SCHED_FIFO, nice 19, cpu.max), busy CPUs,
-# CPU accounting parallel and serial, a tight and a roomy memory cgroup, a
-# node below its low watermark, OOM mid-teardown, the key switched during
+# mttest.free=quick ('make check'): the cases run by full_case (and by
+# full) are left out; 16 of 33 remain: off by default, the sysctl bounds,
+# below the threshold, munmap() of 2 GiB without THP and exit() with, three
+# of the policies that refuse helpers (SCHED_FIFO, nice 19, cpu.max), busy
+# CPUs, CPU accounting parallel and serial, a tight memory cgroup, a node
+# below its low watermark, OOM mid-teardown, the key switched during
 # teardowns and the lowest threshold, then the zap's cases and the mm
-# selftests; nothing of swap, concurrent exits, pressure or
-# vm.parallel_free_by_node=0.  mttest.free=test ('make
-# check-full') runs every case.
+# selftests; nothing of swap, COW forks (the kselftest parallel_teardown
+# has one), page cache, concurrent exits, pressure, a roomy memory cgroup
+# or vm.parallel_free_by_node=0 (stop 56 moved the COW fork, page cache
+# and roomy memcg cases to the full tests, for issue 50's 50 minutes).
+# mttest.free=test ('make check-full') runs every case.
 full_case() {
 	[ "$(arg mttest.free)" = test ] || return 0
 	run_case "$@"
@@ -1091,10 +1096,10 @@ test|quick)
 	full_case munmap-2g-thp-on free_test munmap 2048 1
 	full_case exit-2g-thp-off free_test exit 2048 0
 	run_case exit-2g-thp-on free_test exit 2048 1
-	run_case fork-cow-1200m free_test fork 1200
+	full_case fork-cow-1200m free_test fork 1200
 	# 2 GiB of page cache (a memfd mapped MAP_SHARED): the flush only drops
 	# references, so it does not count towards the threshold.
-	run_case shared-2g free_test shared 2048
+	full_case shared-2g free_test shared 2048
 	full_case swap-2g free_test swap 2048
 	full_case many-3x1200m free_test many 3 1200
 	full_case pressure pressure
@@ -1128,7 +1133,7 @@ test|quick)
 		free_test munmap 2048 0
 	full_case memcg-tight-exit in_cgroup tight memory.max 2700M \
 		free_test exit 2048 0
-	run_case memcg-roomy in_cgroup roomy memory.max 3500M \
+	full_case memcg-roomy in_cgroup roomy memory.max 3500M \
 		free_test munmap 2048 0
 	run_case node-low node_low
 	full_case by-node-off with_sysctl parallel_free_by_node 0 free_test munmap 2048 0
