@@ -5,25 +5,32 @@
  * vm.parallel_free alone, each at the lowest threshold the kernel takes.
  *
  * Each test checks what the teardown must leave: the data around the range
- * intact, the range unmapped or empty, the parent's copy of a range an
- * exiting child shared copy-on-write intact, and that /proc/vmstat
- * accounts for the teardown: zapped (or freed) by two
- * threads or more, or left serial for a reason a counter names (one
+ * intact, the range unmapped (a read of it is SIGSEGV) or empty (it reads
+ * zeroes), a memfd's data after the munmap() of its shared mapping, the
+ * parent's copy of a range an exiting child shared copy-on-write intact,
+ * and that /proc/vmstat accounts for the teardown: zapped (or freed) by
+ * two threads or more, or left serial for a reason a counter names (one
  * thread, the task may not have helpers, no idle CPU, no memory for the
  * plan, a backoff after helpers that were stopped).  Whether it went
- * parallel depends on the machine and is printed, not asserted.
+ * parallel depends on the machine and is printed, not asserted, but for a
+ * task at nice 19, which must be refused.  sysctl_bounds checks that the
+ * sysctls take their documented bounds and refuse what is outside.
  *
- * Needs root, for the sysctls, and restores them; skips on a kernel
- * without them.
+ * Needs root, for the sysctls, and restores them (and mtjob.backoff_ms,
+ * which it sets to 0); skips on a kernel without them.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,15 +45,18 @@ enum knob {
 	PARALLEL_ZAP_THRESHOLD,
 	PARALLEL_FREE,
 	PARALLEL_FREE_THRESHOLD,
+	BACKOFF_MS,
 	NR_KNOBS,
 };
 
-static const char * const knob_names[NR_KNOBS] = {
-	[PARALLEL_ZAP]			= "parallel_zap",
-	[PARALLEL_ZAP_LIVE]		= "parallel_zap_live",
-	[PARALLEL_ZAP_THRESHOLD]	= "parallel_zap_threshold",
-	[PARALLEL_FREE]			= "parallel_free",
-	[PARALLEL_FREE_THRESHOLD]	= "parallel_free_threshold",
+static const char * const knob_paths[NR_KNOBS] = {
+	[PARALLEL_ZAP]			= VM_SYSCTL "parallel_zap",
+	[PARALLEL_ZAP_LIVE]		= VM_SYSCTL "parallel_zap_live",
+	[PARALLEL_ZAP_THRESHOLD]	= VM_SYSCTL "parallel_zap_threshold",
+	[PARALLEL_FREE]			= VM_SYSCTL "parallel_free",
+	[PARALLEL_FREE_THRESHOLD]	= VM_SYSCTL "parallel_free_threshold",
+	/* How long the zap stays serial after its helpers were stopped. */
+	[BACKOFF_MS]			= "/sys/module/mtjob/parameters/backoff_ms",
 };
 
 /* The counters a zap adds to when it is not parallel. */
@@ -120,31 +130,35 @@ static void counts_since(struct counts *after, const struct counts *before)
 	after->serial -= before->serial;
 }
 
-static int knob_path(enum knob k, char *buf, size_t len)
-{
-	return snprintf(buf, len, VM_SYSCTL "%s", knob_names[k]);
-}
-
 static bool knob_read(enum knob k, unsigned long *val)
 {
-	char path[128];
-
-	knob_path(k, path, sizeof(path));
-	if (access(path, R_OK))
+	if (access(knob_paths[k], R_OK))
 		return false;
-	return !read_sysfs(path, val);
+	return !read_sysfs(knob_paths[k], val);
 }
 
 /* Writes @val and reads it back: false if the kernel did not take it. */
 static bool knob_write(enum knob k, unsigned long val)
 {
 	unsigned long got;
-	char path[128];
 
-	knob_path(k, path, sizeof(path));
-	if (write_sysfs(path, val) || !knob_read(k, &got))
+	if (write_sysfs(knob_paths[k], val) || !knob_read(k, &got))
 		return false;
 	return got == val;
+}
+
+/* Writes the string @val to @k: 0 if the kernel took it, else its errno. */
+static int knob_write_str(enum knob k, const char *val)
+{
+	int fd = open(knob_paths[k], O_WRONLY);
+	int err = 0;
+
+	if (fd < 0)
+		return errno;
+	if (write(fd, val, strlen(val)) < 0)
+		err = errno;
+	close(fd);
+	return err;
 }
 
 /* A word in each page: its index from @base, with @salt. */
@@ -195,6 +209,31 @@ static bool none_resident(void *p, size_t size, size_t page)
 		none &= !(vec[i] & 1);
 	free(vec);
 	return none;
+}
+
+/*
+ * The signal a child gets for reading @p, or 0 if the read succeeds (the
+ * parent's mappings are the child's).
+ */
+static int touch_signal(const char *p)
+{
+	int status;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		/* No core dump for the fault this expects. */
+		struct rlimit rl = { 0, 0 };
+
+		setrlimit(RLIMIT_CORE, &rl);
+		_exit(FORCE_READ(*p) == 0x7f ? 1 : 0);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 }
 
 /* MemAvailable in bytes, or 0. */
@@ -284,6 +323,12 @@ FIXTURE_SETUP(teardown)
 	if (self->have[PARALLEL_FREE_THRESHOLD])
 		fr = set_lowest(self, PARALLEL_FREE_THRESHOLD, 1024,
 				most / self->page);
+	/*
+	 * Each test sees what its own teardown did: no backoff left by an
+	 * earlier one (the test restores it).
+	 */
+	if (self->have[BACKOFF_MS])
+		set_knob(self, BACKOFF_MS, 0);
 	if ((self->have[PARALLEL_ZAP_THRESHOLD] && !zap) ||
 	    (self->have[PARALLEL_FREE_THRESHOLD] && !fr)) {
 		restore_knobs(self);
@@ -387,8 +432,93 @@ TEST_F(teardown, munmap_zap)
 	EXPECT_EQ(mincore(p + edge, self->page, &vec), -1);
 	EXPECT_EQ(errno, ENOMEM);
 	EXPECT_EQ(mincore(p + edge + size - self->page, self->page, &vec), -1);
+	EXPECT_EQ(touch_signal(p + edge + size / 2), SIGSEGV);
 	munmap(p, edge);
 	munmap(p + edge + size, edge);
+}
+
+/*
+ * munmap() at nice 19, whose CPU use the scheduler restricts: no helpers,
+ * counted as refused; the range is gone and its neighbours intact.
+ */
+TEST_F(teardown, munmap_nice19_refused)
+{
+	size_t size = self->size, edge = self->edge;
+	int status;
+	pid_t pid;
+
+	if (!self->have[PARALLEL_ZAP_LIVE])
+		SKIP(return, "no vm.parallel_zap_live");
+	ASSERT_TRUE(set_knob(self, PARALLEL_ZAP_LIVE, 1));
+
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		struct counts before, d, rb, rd;
+		static const char * const refused[] = {
+			"parallel_zap_refused",
+		};
+		char *p;
+
+		if (setpriority(PRIO_PROCESS, 0, 19))
+			_exit(2);
+		p = map_filled(size + 2 * edge, self->page, 0x69);
+		if (p == MAP_FAILED)
+			_exit(2);
+		zap_counts("_munmap", &before);
+		read_counts("", "", refused, 1, &rb);
+		if (munmap(p + edge, size))
+			_exit(3);
+		zap_counts("_munmap", &d);
+		read_counts("", "", refused, 1, &rd);
+		counts_since(&d, &before);
+		counts_since(&rd, &rb);
+		ksft_print_msg("munmap() at nice 19: %ld parallel, %ld refused\n",
+			       d.done, rd.serial);
+		if (!filled(p, p, edge, self->page, 0x69) ||
+		    !filled(p, p + edge + size, edge, self->page, 0x69))
+			_exit(4);
+		/* Not parallel, and refused (at least once: the range). */
+		_exit(d.done ? 5 : rd.serial < 1 ? 6 : 0);
+	}
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+/*
+ * munmap() of a shared mapping of a memfd: the zap drops references only;
+ * the memfd keeps every page's data, and the range is gone.
+ */
+TEST_F(teardown, munmap_shared)
+{
+	size_t size = self->size, page = self->page;
+	struct counts before, d;
+	char *p, *q;
+	int fd;
+
+	if (!self->have[PARALLEL_ZAP_LIVE])
+		SKIP(return, "no vm.parallel_zap_live");
+	ASSERT_TRUE(set_knob(self, PARALLEL_ZAP_LIVE, 1));
+	fd = memfd_create("parallel_teardown", 0);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(ftruncate(fd, size), 0);
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(p, MAP_FAILED);
+	fill(p, size, page, 0x96);
+	zap_counts("_munmap", &before);
+
+	ASSERT_EQ(munmap(p, size), 0);
+
+	zap_counts("_munmap", &d);
+	counts_since(&d, &before);
+	check_counted(_metadata, "munmap() of a memfd", &d);
+	EXPECT_EQ(touch_signal(p), SIGSEGV);
+	q = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(q, MAP_FAILED);
+	EXPECT_TRUE(filled(q, q, size, page, 0x96));
+	munmap(q, size);
+	close(fd);
 }
 
 /*
@@ -449,6 +579,77 @@ TEST_F(teardown, munmap_free)
 	check_counted(_metadata, "free", &d);
 	EXPECT_TRUE(filled(p, p + size, edge, self->page, 0xc3));
 	munmap(p + size, edge);
+}
+
+/*
+ * What vm.rst gives as parallel_free_threshold's lowest, in pages: what a
+ * gather holds without growing, MAX_GATHER_BATCH_COUNT * MAX_GATHER_BATCH
+ * (9690 with 4 KiB pages, 8190 with 64 KiB; a batch is a page of pointers
+ * after a 16-byte header, and there are 10000 / MAX_GATHER_BATCH of them,
+ * at least one).
+ */
+static unsigned long free_threshold_lowest(size_t page)
+{
+	unsigned long batch = (page - 16) / sizeof(void *);
+	unsigned long count = 10000 / batch;
+
+	return (count ? count : 1) * batch;
+}
+
+/*
+ * The sysctls refuse what is out of their bounds with EINVAL and keep
+ * their value, and take their bounds: the switches 0 and 1 only, the zap's
+ * threshold one PMD block's pages and up, the free's what a gather holds
+ * without growing up to 8 GiB worth (vm.rst).
+ */
+TEST_F(teardown, sysctl_bounds)
+{
+	unsigned long pmd = read_pmd_pagesize() / self->page;
+	unsigned long lowest = free_threshold_lowest(self->page);
+	unsigned long highest = (8UL << 30) / self->page;
+	struct {
+		enum knob knob;
+		unsigned long val;	/* for a string of digits */
+		const char *str;	/* or this */
+		int err;		/* 0: taken */
+	} cases[] = {
+		{ PARALLEL_ZAP, 2, NULL, EINVAL },
+		{ PARALLEL_ZAP, 0, "-1", EINVAL },
+		{ PARALLEL_ZAP_LIVE, 2, NULL, EINVAL },
+		{ PARALLEL_FREE, 2, NULL, EINVAL },
+		{ PARALLEL_ZAP_THRESHOLD, 0, NULL, EINVAL },
+		{ PARALLEL_ZAP_THRESHOLD, pmd - 1, NULL, EINVAL },
+		{ PARALLEL_ZAP_THRESHOLD, pmd, NULL, 0 },
+		{ PARALLEL_FREE_THRESHOLD, lowest - 1, NULL, EINVAL },
+		{ PARALLEL_FREE_THRESHOLD, lowest, NULL, 0 },
+		{ PARALLEL_FREE_THRESHOLD, highest + 1, NULL, EINVAL },
+		{ PARALLEL_FREE_THRESHOLD, highest, NULL, 0 },
+	};
+	unsigned long before, after, want;
+	char buf[32];
+	size_t i;
+
+	ASSERT_GT(pmd, 1UL);
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		enum knob k = cases[i].knob;
+
+		if (!self->have[k])
+			continue;
+		ASSERT_TRUE(knob_read(k, &before));
+		self->changed[k] = true;
+		if (cases[i].str)
+			snprintf(buf, sizeof(buf), "%s", cases[i].str);
+		else
+			snprintf(buf, sizeof(buf), "%lu", cases[i].val);
+		EXPECT_EQ(knob_write_str(k, buf), cases[i].err)
+			TH_LOG("%s, %s", knob_paths[k], buf);
+		ASSERT_TRUE(knob_read(k, &after));
+		/* Refused: unchanged; taken: what was written. */
+		want = before;
+		if (!cases[i].err)
+			want = cases[i].val;
+		EXPECT_EQ(after, want);
+	}
 }
 
 TEST_HARNESS_MAIN
