@@ -151,6 +151,43 @@ def assign_added(patches, path, owner, lines, before=None):
     return out
 
 
+def interim_of(patches, path, line, k):
+    """(i, text): the first patch before K whose interim for PATH matches
+    LINE, and the line as that patch carries it; None if none does."""
+    for i, p in enumerate(patches[:k]):
+        for ipath, rx, repl in p.interims:
+            if ipath == path and rx.search(line):
+                USED.add((i, path, rx.pattern))
+                return i, rx.sub(repl, line)
+    return None
+
+
+def trivial_to_next(added, ks):
+    """KS (the patch of each line of ADDED) with each run of brace or blank
+    lines of a third patch (the file's owner, by default) that sits between
+    lines of two other patches given to the later block: the matcher may
+    anchor the "}" that closes the earlier block on a later "}", and the
+    run between is then that later block's start ("}", "", body), which
+    the owner must not carry alone.  A run at the op's start or end, or of
+    one of its neighbours' patches (a claim's own closing lines), keeps its
+    patch."""
+    ks = list(ks)
+    i = 0
+    while i < len(added):
+        if not TRIVIAL(added[i]):
+            i += 1
+            continue
+        j = i
+        while j < len(added) and TRIVIAL(added[j]):
+            j += 1
+        if 0 < i and j < len(added) and ks[i - 1] != ks[j] and \
+                ks[i] not in (ks[i - 1], ks[j]):
+            for t in range(i, j):
+                ks[t] = ks[j]
+        i = j
+    return ks
+
+
 def TRIVIAL(line):
     """Lines that must not anchor a match (see stage_contents())."""
     return line.strip() in ("", "{", "}", "})", "};", "},", ")", ");")
@@ -208,23 +245,27 @@ def stage_contents(patches, tree, path, owner, final, base):
         if op == "equal":
             pieces.append((b[i1:i2], 0, n - 1))
             continue
-        # Removed lines go with the file's owner; added ones with their patch.
-        pieces.append((b[i1:i2], 0, owner - 1))
         added = f[j1:j2]
         before = f[j1 - 1] if j1 > 0 else None
-        for line, k in zip(added, assign_added(patches, path, owner, added,
-                                               before)):
-            # An earlier patch may carry the line in an interim form, which
-            # the line's own patch then replaces.
-            for i, p in enumerate(patches[:k]):
-                for ipath, rx, repl in p.interims:
-                    if ipath == path and rx.search(line):
-                        USED.add((i, path, rx.pattern))
-                        pieces.append(([rx.sub(repl, line)], i, k - 1))
-                        break
-                else:
-                    continue
-                break
+        ks = assign_added(patches, path, owner, added, before)
+        if "braces-do-not-anchor" in OPTIONS:
+            ks = trivial_to_next(added, ks)
+        # Removed lines go with the file's owner, or, where the owner adds
+        # nothing of its own in their place (only braces or blanks), with
+        # the first patch that does: the lines that replace them.
+        # An earlier patch may carry a line in an interim form, which the
+        # line's own patch then replaces: (interim patch, its text) or None.
+        interim = [interim_of(patches, path, line, k)
+                   for line, k in zip(added, ks)]
+        real = [k if im is None else im[0]
+                for line, k, im in zip(added, ks, interim)
+                if not TRIVIAL(line)]
+        gone = owner if op == "delete" or not real or owner in real \
+            else min(real)
+        pieces.append((b[i1:i2], 0, gone - 1))
+        for line, k, im in zip(added, ks, interim):
+            if im is not None:
+                pieces.append(([im[1]], im[0], k - 1))
             pieces.append(([line], k, n - 1))
     return ["".join("".join(lines) for lines, lo, hi in pieces
                     if lo <= k <= hi).encode()
@@ -315,6 +356,14 @@ def build_series(tree, patches, outdir, first=1, upto=None, cover=None):
     # every git call that writes the index rewrites all of 7.3's (about
     # 90 000 entries), which once a file and a patch took minutes.
     shas, written = {}, {}
+    # Each file's mode: upstream's, or for a file the series adds, the
+    # tree's (an executable script stays executable).
+    modes = {ln.split("\t", 1)[1]: ln.split()[0] for ln in git(
+        tree, "ls-tree", "-r", "base", "--", *sorted(paths)).split("\n")
+        if ln}
+    for rel in paths:
+        modes.setdefault(rel, "100755" if os.access(
+            os.path.join(tree, rel), os.X_OK) else "100644")
     for k, p in enumerate(patches):
         entries = []
         for rel in sorted(paths):
@@ -325,7 +374,7 @@ def build_series(tree, patches, outdir, first=1, upto=None, cover=None):
                 shas[content] = git(tree, "hash-object", "-w", "--stdin",
                                     inp=content)
             written[rel] = content
-            entries.append(f"100644 {shas[content]}\t{rel}\n")
+            entries.append(f"{modes[rel]} {shas[content]}\t{rel}\n")
         if entries:
             git(tree, "update-index", "--add", "--index-info", env=env,
                 inp="".join(entries).encode())
@@ -338,12 +387,12 @@ def build_series(tree, patches, outdir, first=1, upto=None, cover=None):
     # The last commit must hold exactly the overlay.
     rels = sorted(paths)
     held = dict(ln.split("\t", 1)[::-1] for ln in git(
-        tree, "ls-tree", "-r", "--format=%(objectname)\t%(path)", "series",
-        "--", *rels).split("\n") if ln)
+        tree, "ls-tree", "-r", "--format=%(objectmode) %(objectname)\t%(path)",
+        "series", "--", *rels).split("\n") if ln)
     have = git(tree, "hash-object", "--", *[os.path.join(tree, r)
                                             for r in rels]).split("\n")
     for rel, sha in zip(rels, have):
-        if held.get(rel) != sha:
+        if held.get(rel) != f"{modes[rel]} {sha}":
             die(f"the series does not add up to the overlay: {rel} differs "
                 "(run 'make apply' first?)")
     # The cover letter is resolved before the old series is removed: a
