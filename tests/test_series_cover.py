@@ -116,9 +116,10 @@ class StaleClaims(unittest.TestCase):
 
     def test_used(self):
         a, b = series.Patch("a"), series.Patch("b")
-        b.claims = [("mm/a.c", re.compile(r"^\thold\(tlb, pages\);$"), None),
+        b.claims = [("mm/a.c", re.compile(r"^\thold\(tlb, pages\);$"), None,
+                     False),
                     ("mm/a.c", re.compile(r"^\thold\(tlb, freeable\);$"),
-                     None)]
+                     None, False)]
         series.USED.clear()
         self.addCleanup(series.USED.clear)
         owners = series.assign_added([a, b], "mm/a.c", 0,
@@ -126,6 +127,59 @@ class StaleClaims(unittest.TestCase):
         self.assertEqual(owners, [0, 1])
         self.assertEqual(series.USED,
                          {(1, "mm/a.c", r"^\thold\(tlb, freeable\);$")})
+
+
+class Stages(unittest.TestCase):
+    """How series.py splits one file's changes between patches."""
+
+    def setUp(self):
+        series.USED.clear()
+        self.addCleanup(series.USED.clear)
+        series.OPTIONS.add("braces-do-not-anchor")
+        self.addCleanup(series.OPTIONS.discard, "braces-do-not-anchor")
+
+    def test_claim_once(self):
+        """claim-once takes the first block that its start matches, a
+        claim every one (two functions, each opening with "/**")."""
+        lines = ["/**\n", " * a\n", " */\n", "void a(void)\n", "{\n",
+                 "}\n", "\n", "/**\n", " * b\n", " */\n", "void b(void)\n",
+                 "{\n", "}\n", "\n"]
+        for once, want in ((True, [1] * 7 + [0] * 7), (False, [1] * 14)):
+            a, b = series.Patch("a"), series.Patch("b")
+            b.claims = [("k.c", re.compile(r"^/\*\*$"), re.compile(r"^$"),
+                         once)]
+            self.assertEqual(series.assign_added([a, b], "k.c", 0, lines),
+                             want, f"once={once}")
+
+    def test_brace_run_between_two_blocks(self):
+        """A run of braces and blanks of a third patch between blocks of
+        two others opens the later block; a claim's own closing lines and
+        runs at either end keep their patch."""
+        lines = ["x\n", "}\n", "\n", "y\n", "z\n", "}\n"]
+        self.assertEqual(series.trivial_to_next(lines, [1, 0, 0, 2, 2, 0]),
+                         [1, 2, 2, 2, 2, 0])
+        self.assertEqual(series.trivial_to_next(lines, [1, 1, 1, 2, 2, 0]),
+                         [1, 1, 1, 2, 2, 0])
+        self.assertEqual(series.trivial_to_next(lines, [1, 0, 0, 1, 1, 0]),
+                         [1, 0, 0, 1, 1, 0])
+
+    def test_replaced_body_goes_with_its_replacement(self):
+        """A function whose body a later patch replaces (b), while the
+        file's owner (a) only has brace lines there, keeps its old body
+        until that patch: a's stage still compiles."""
+        base = b"fn f() {\n    old();\n}\n\nfn g() {}\n"
+        final = (b"fn f() {\n    new();\n}\n\nfn h() {\n    h();\n}\n"
+                 b"\nfn g() {}\n")
+        a, b, c = (series.Patch(t) for t in "abc")
+        b.claims = [("r.rs", re.compile(r"^    new\(\);$"),
+                     re.compile(r"^    new"), False)]
+        c.claims = [("r.rs", re.compile(r"^fn h\(\)"), re.compile(r"^    h"),
+                     False)]
+        st = series.stage_contents([a, b, c], "/nonexistent", "r.rs", 0,
+                                   final, base)
+        self.assertEqual(st[0], base)
+        self.assertEqual(st[1], b"fn f() {\n    new();\n}\n\nfn g() {}\n")
+        self.assertEqual(st[2], final)
 
 
 class BuildRange(unittest.TestCase):
