@@ -38,6 +38,12 @@
 #include "vm_util.h"
 
 #define VM_SYSCTL "/proc/sys/vm/"
+/*
+ * Seconds a test may take: filling and tearing down 256 MiB under an
+ * emulator, a sanitizer or an overcommitted host takes more than the
+ * harness's default 30.
+ */
+#define TIMEOUT 300
 
 enum knob {
 	PARALLEL_ZAP,
@@ -253,7 +259,36 @@ static unsigned long mem_available(void)
 	return kb << 10;
 }
 
-FIXTURE(teardown)
+/*
+ * What vm.rst gives as parallel_free_threshold's lowest, in pages: what a
+ * gather holds without growing, MAX_GATHER_BATCH_COUNT * MAX_GATHER_BATCH
+ * (9690 with 4 KiB pages, 8190 with 64 KiB; a batch is a page of pointers
+ * after a 16-byte header, and there are 10000 / MAX_GATHER_BATCH of them,
+ * at least one).  For 64-bit kernels; 0 elsewhere (not computed here).
+ */
+static unsigned long free_threshold_lowest(size_t page)
+{
+	unsigned long batch, count;
+
+	if (sizeof(void *) != 8)
+		return 0;
+	batch = (page - 16) / sizeof(void *);
+	count = 10000 / batch;
+	return (count ? count : 1) * batch;
+}
+
+/*
+ * A PMD block's pages: what THP reports, or without THP a page of 8-byte
+ * entries (the zap's lowest threshold either way, vm.rst).
+ */
+static unsigned long pmd_pages(size_t page)
+{
+	unsigned long pmd = read_pmd_pagesize();
+
+	return pmd ? pmd / page : page / 8;
+}
+
+FIXTURE(parallel_teardown)
 {
 	unsigned long saved[NR_KNOBS];
 	bool have[NR_KNOBS];
@@ -264,7 +299,7 @@ FIXTURE(teardown)
 };
 
 /* Writes @val to @k, remembering to restore it. */
-static bool set_knob(FIXTURE_DATA(teardown) * self, enum knob k,
+static bool set_knob(FIXTURE_DATA(parallel_teardown) * self, enum knob k,
 		     unsigned long val)
 {
 	self->changed[k] = true;
@@ -276,7 +311,7 @@ static bool set_knob(FIXTURE_DATA(teardown) * self, enum knob k,
  * kernel takes as @k: the lowest it takes, for a @from below it.  Returns
  * that value, or 0.
  */
-static unsigned long set_lowest(FIXTURE_DATA(teardown) * self,
+static unsigned long set_lowest(FIXTURE_DATA(parallel_teardown) * self,
 				enum knob k, unsigned long from,
 				unsigned long max)
 {
@@ -288,7 +323,7 @@ static unsigned long set_lowest(FIXTURE_DATA(teardown) * self,
 	return 0;
 }
 
-static void restore_knobs(FIXTURE_DATA(teardown) * self)
+static void restore_knobs(FIXTURE_DATA(parallel_teardown) * self)
 {
 	int k;
 
@@ -297,10 +332,16 @@ static void restore_knobs(FIXTURE_DATA(teardown) * self)
 			knob_write(k, self->saved[k]);
 }
 
-FIXTURE_SETUP(teardown)
+/* The parallel free off, so that a zap test sees the zap alone. */
+static void free_off(FIXTURE_DATA(parallel_teardown) * self)
 {
-	unsigned long pmd = read_pmd_pagesize();
-	unsigned long zap = 0, fr = 0, most;
+	if (self->have[PARALLEL_FREE])
+		set_knob(self, PARALLEL_FREE, 0);
+}
+
+FIXTURE_SETUP(parallel_teardown)
+{
+	unsigned long zap = 0, fr = 0, most, pmd;
 	int k;
 
 	if (geteuid())
@@ -311,18 +352,25 @@ FIXTURE_SETUP(teardown)
 		SKIP(return, "no vm.parallel_zap or vm.parallel_free");
 
 	/*
-	 * The lowest thresholds the kernel takes, found by asking: one PMD
-	 * block for the zap, what a gather holds without growing for the
-	 * free.  Then a range of at least twice each, 256 MiB at least.
+	 * The lowest thresholds vm.rst gives: one PMD block's pages for the
+	 * zap, what a gather holds without growing for the free; if the
+	 * kernel does not take one, the first power of two above it that it
+	 * takes.  Then a range of at least twice each, 256 MiB at least.
 	 */
 	self->page = getpagesize();
-	most = 16UL << 30;
-	if (self->have[PARALLEL_ZAP_THRESHOLD])
-		zap = set_lowest(self, PARALLEL_ZAP_THRESHOLD,
-				 pmd ? pmd / self->page : 1, most / self->page);
-	if (self->have[PARALLEL_FREE_THRESHOLD])
-		fr = set_lowest(self, PARALLEL_FREE_THRESHOLD, 1024,
-				most / self->page);
+	pmd = pmd_pages(self->page);
+	most = (16UL << 30) / self->page;
+	if (self->have[PARALLEL_ZAP_THRESHOLD]) {
+		zap = pmd;
+		if (!set_knob(self, PARALLEL_ZAP_THRESHOLD, zap))
+			zap = set_lowest(self, PARALLEL_ZAP_THRESHOLD, 1, most);
+	}
+	if (self->have[PARALLEL_FREE_THRESHOLD]) {
+		fr = free_threshold_lowest(self->page);
+		if (!fr || !set_knob(self, PARALLEL_FREE_THRESHOLD, fr))
+			fr = set_lowest(self, PARALLEL_FREE_THRESHOLD, 1024,
+					most);
+	}
 	/*
 	 * Each test sees what its own teardown did: no backoff left by an
 	 * earlier one (the test restores it).
@@ -335,8 +383,8 @@ FIXTURE_SETUP(teardown)
 		SKIP(return, "no threshold below 16 GiB taken");
 	}
 	self->size = 256UL << 20;
-	if (self->size < 2 * pmd)
-		self->size = 2 * pmd;
+	if (self->size < 2 * pmd * self->page)
+		self->size = 2 * pmd * self->page;
 	if (self->size < 2 * zap * self->page)
 		self->size = 2 * zap * self->page;
 	if (self->size < 2 * fr * self->page)
@@ -348,7 +396,11 @@ FIXTURE_SETUP(teardown)
 	}
 }
 
-FIXTURE_TEARDOWN(teardown)
+/*
+ * In the parent: a test that timed out or crashed still leaves the
+ * sysctls as it found them (self is shared with the test's process).
+ */
+FIXTURE_TEARDOWN_PARENT(parallel_teardown)
 {
 	restore_knobs(self);
 }
@@ -369,7 +421,7 @@ static void check_counted(struct __test_metadata *_metadata,
  * half of it written (copied) by the child: exit_mmap() zaps it with helpers
  * or counts why not, and the parent's copy keeps its data.
  */
-TEST_F(teardown, exit_zap)
+TEST_F_TIMEOUT(parallel_teardown, exit_zap, TIMEOUT)
 {
 	size_t size = self->size, page = self->page, off;
 	struct counts before, d;
@@ -380,6 +432,7 @@ TEST_F(teardown, exit_zap)
 	if (!self->have[PARALLEL_ZAP])
 		SKIP(return, "no vm.parallel_zap");
 	ASSERT_TRUE(set_knob(self, PARALLEL_ZAP, 1));
+	free_off(self);
 	p = map_filled(size, page, 0x5a);
 	ASSERT_NE(p, MAP_FAILED);
 	zap_counts("", &before);
@@ -407,8 +460,9 @@ TEST_F(teardown, exit_zap)
 }
 
 /* munmap() of a range: the pages around it keep their data, it is gone. */
-TEST_F(teardown, munmap_zap)
+TEST_F_TIMEOUT(parallel_teardown, munmap_zap, TIMEOUT)
 {
+	long rss;
 	size_t size = self->size, edge = self->edge;
 	struct counts before, d;
 	unsigned char vec;
@@ -417,15 +471,20 @@ TEST_F(teardown, munmap_zap)
 	if (!self->have[PARALLEL_ZAP_LIVE])
 		SKIP(return, "no vm.parallel_zap_live");
 	ASSERT_TRUE(set_knob(self, PARALLEL_ZAP_LIVE, 1));
+	free_off(self);
 	p = map_filled(size + 2 * edge, self->page, 0xa5);
 	ASSERT_NE(p, MAP_FAILED);
 	zap_counts("_munmap", &before);
+	rss = rss_anon();	/* kB, vm_util.c */
 
 	ASSERT_EQ(munmap(p + edge, size), 0);
 
+	rss -= rss_anon();
 	zap_counts("_munmap", &d);
 	counts_since(&d, &before);
 	check_counted(_metadata, "munmap()", &d);
+	/* Its pages left the process's RSS (of this test's own range). */
+	EXPECT_GE(rss << 10, (long)(size - size / 16));
 	EXPECT_TRUE(filled(p, p, edge, self->page, 0xa5));
 	EXPECT_TRUE(filled(p, p + edge + size, edge, self->page, 0xa5));
 	/* mincore() of an unmapped range fails with ENOMEM. */
@@ -441,7 +500,7 @@ TEST_F(teardown, munmap_zap)
  * munmap() at nice 19, whose CPU use the scheduler restricts: no helpers,
  * counted as refused; the range is gone and its neighbours intact.
  */
-TEST_F(teardown, munmap_nice19_refused)
+TEST_F_TIMEOUT(parallel_teardown, munmap_nice19_refused, TIMEOUT)
 {
 	size_t size = self->size, edge = self->edge;
 	int status;
@@ -450,6 +509,7 @@ TEST_F(teardown, munmap_nice19_refused)
 	if (!self->have[PARALLEL_ZAP_LIVE])
 		SKIP(return, "no vm.parallel_zap_live");
 	ASSERT_TRUE(set_knob(self, PARALLEL_ZAP_LIVE, 1));
+	free_off(self);
 
 	pid = fork();
 	ASSERT_GE(pid, 0);
@@ -475,6 +535,8 @@ TEST_F(teardown, munmap_nice19_refused)
 		counts_since(&rd, &rb);
 		ksft_print_msg("munmap() at nice 19: %ld parallel, %ld refused\n",
 			       d.done, rd.serial);
+		/* _exit() does not flush, and stdout may be a pipe. */
+		fflush(stdout);
 		if (!filled(p, p, edge, self->page, 0x69) ||
 		    !filled(p, p + edge + size, edge, self->page, 0x69))
 			_exit(4);
@@ -490,7 +552,7 @@ TEST_F(teardown, munmap_nice19_refused)
  * munmap() of a shared mapping of a memfd: the zap drops references only;
  * the memfd keeps every page's data, and the range is gone.
  */
-TEST_F(teardown, munmap_shared)
+TEST_F_TIMEOUT(parallel_teardown, munmap_shared, TIMEOUT)
 {
 	size_t size = self->size, page = self->page;
 	struct counts before, d;
@@ -500,6 +562,7 @@ TEST_F(teardown, munmap_shared)
 	if (!self->have[PARALLEL_ZAP_LIVE])
 		SKIP(return, "no vm.parallel_zap_live");
 	ASSERT_TRUE(set_knob(self, PARALLEL_ZAP_LIVE, 1));
+	free_off(self);
 	fd = memfd_create("parallel_teardown", 0);
 	ASSERT_GE(fd, 0);
 	ASSERT_EQ(ftruncate(fd, size), 0);
@@ -525,8 +588,9 @@ TEST_F(teardown, munmap_shared)
  * MADV_DONTNEED of a range: it reads zeroes and holds no page, the pages
  * around it keep their data.
  */
-TEST_F(teardown, dontneed_zap)
+TEST_F_TIMEOUT(parallel_teardown, dontneed_zap, TIMEOUT)
 {
+	long rss;
 	size_t size = self->size, edge = self->edge, off;
 	struct counts before, d;
 	char *p;
@@ -534,15 +598,19 @@ TEST_F(teardown, dontneed_zap)
 	if (!self->have[PARALLEL_ZAP_LIVE])
 		SKIP(return, "no vm.parallel_zap_live");
 	ASSERT_TRUE(set_knob(self, PARALLEL_ZAP_LIVE, 1));
+	free_off(self);
 	p = map_filled(size + 2 * edge, self->page, 0x3c);
 	ASSERT_NE(p, MAP_FAILED);
 	zap_counts("_dontneed", &before);
+	rss = rss_anon();	/* kB, vm_util.c */
 
 	ASSERT_EQ(madvise(p + edge, size, MADV_DONTNEED), 0);
 
+	rss -= rss_anon();
 	zap_counts("_dontneed", &d);
 	counts_since(&d, &before);
 	check_counted(_metadata, "MADV_DONTNEED", &d);
+	EXPECT_GE(rss << 10, (long)(size - size / 16));
 	EXPECT_TRUE(none_resident(p + edge, size, self->page));
 	for (off = edge; off < edge + size; off += self->page)
 		if (*(unsigned long *)(p + off))
@@ -557,8 +625,9 @@ TEST_F(teardown, dontneed_zap)
  * munmap() with the zap off and the parallel free on: the pages are freed
  * by helpers in rounds, or the rounds are counted serial.
  */
-TEST_F(teardown, munmap_free)
+TEST_F_TIMEOUT(parallel_teardown, munmap_free, TIMEOUT)
 {
+	long rss;
 	size_t size = self->size, edge = self->edge;
 	struct counts before, d;
 	char *p;
@@ -571,29 +640,17 @@ TEST_F(teardown, munmap_free)
 	p = map_filled(size + edge, self->page, 0xc3);
 	ASSERT_NE(p, MAP_FAILED);
 	free_counts(&before);
+	rss = rss_anon();	/* kB, vm_util.c */
 
 	ASSERT_EQ(munmap(p, size), 0);
 
+	rss -= rss_anon();
 	free_counts(&d);
 	counts_since(&d, &before);
 	check_counted(_metadata, "free", &d);
+	EXPECT_GE(rss << 10, (long)(size - size / 16));
 	EXPECT_TRUE(filled(p, p + size, edge, self->page, 0xc3));
 	munmap(p + size, edge);
-}
-
-/*
- * What vm.rst gives as parallel_free_threshold's lowest, in pages: what a
- * gather holds without growing, MAX_GATHER_BATCH_COUNT * MAX_GATHER_BATCH
- * (9690 with 4 KiB pages, 8190 with 64 KiB; a batch is a page of pointers
- * after a 16-byte header, and there are 10000 / MAX_GATHER_BATCH of them,
- * at least one).
- */
-static unsigned long free_threshold_lowest(size_t page)
-{
-	unsigned long batch = (page - 16) / sizeof(void *);
-	unsigned long count = 10000 / batch;
-
-	return (count ? count : 1) * batch;
 }
 
 /*
@@ -602,9 +659,9 @@ static unsigned long free_threshold_lowest(size_t page)
  * threshold one PMD block's pages and up, the free's what a gather holds
  * without growing up to 8 GiB worth (vm.rst).
  */
-TEST_F(teardown, sysctl_bounds)
+TEST_F_TIMEOUT(parallel_teardown, sysctl_bounds, TIMEOUT)
 {
-	unsigned long pmd = read_pmd_pagesize() / self->page;
+	unsigned long pmd = pmd_pages(self->page);
 	unsigned long lowest = free_threshold_lowest(self->page);
 	unsigned long highest = (8UL << 30) / self->page;
 	struct {
@@ -633,7 +690,7 @@ TEST_F(teardown, sysctl_bounds)
 	for (i = 0; i < ARRAY_SIZE(cases); i++) {
 		enum knob k = cases[i].knob;
 
-		if (!self->have[k])
+		if (!self->have[k] || (k == PARALLEL_FREE_THRESHOLD && !lowest))
 			continue;
 		ASSERT_TRUE(knob_read(k, &before));
 		self->changed[k] = true;
