@@ -154,6 +154,7 @@
 #include <linux/mmu_notifier.h>
 #include <linux/moduleparam.h>
 #include <linux/mtjob.h>
+#include <linux/mtjob_backoff.h>
 #include <linux/mutex.h>
 #include <linux/nodemask.h>
 #include <linux/oom.h>
