@@ -433,7 +433,11 @@ series-mtjob: apply
 series-teardown: apply
 	@python3 scripts/series.py --tree $(TREE) --out $(SERIES_OUT)-teardown \
 		--from '$(TEARDOWN_FIRST)' --cover $(OVERLAY)/series/cover-letter-teardown.txt
-series-parts: series-scope series-mtjob series-teardown
+series-parts: apply
+	@python3 scripts/series.py --tree $(TREE) \
+		--part $(SERIES_OUT)-scope '' '$(SCOPE_LAST)' $(OVERLAY)/series/cover-letter-scope.txt \
+		--part $(SERIES_OUT)-mtjob '$(MTJOB_FIRST)' "$(MTJOB_LAST)" $(OVERLAY)/series/cover-letter-mtjob.txt \
+		--part $(SERIES_OUT)-teardown '$(TEARDOWN_FIRST)' '' $(OVERLAY)/series/cover-letter-teardown.txt
 
 # KUnit on the tree at the end of the scope or the mtjob part alone, as a
 # reviewer who applied only that much would run it: its last patch built

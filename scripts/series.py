@@ -309,14 +309,15 @@ def identity():
     return name, email
 
 
-def build_series(tree, patches, outdir, first=1, upto=None, cover=None):
-    """Commit the series on the branch 'series' of TREE and write it with
-    its cover letter into OUTDIR.  FIRST and UPTO (patch numbers of the
-    whole series): write only the patches FIRST..UPTO, a series of its own,
-    numbered from 1, with the cover letter COVER (series/cover-letter.txt
-    by default), and with FIRST > 1 format-patch's base-commit (7.3) and a
+def build_series(tree, patches, parts):
+    """Commit the series on the branch 'series' of TREE and write the PARTS
+    of it, each (OUTDIR, FIRST, LAST, COVER): patches FIRST..LAST (numbers
+    of the whole series), a series of its own numbered from 1, into OUTDIR
+    with the cover letter COVER (series/cover-letter.txt if None), and
+    with FIRST > 1 format-patch's base-commit (7.3) and a
     prerequisite-patch-id for each patch before FIRST, as b4 writes a
-    series that depends on another."""
+    series that depends on another.  A patch's changelog names patches of
+    its own part."""
     paths = {rel: src for rel, src, _ in overlay.overlay_files(OVERLAY)}
     own = owners(patches, paths)
     stages = {}
@@ -342,14 +343,13 @@ def build_series(tree, patches, outdir, first=1, upto=None, cover=None):
                GIT_AUTHOR_DATE="2026-11-21T00:00:00Z",
                GIT_COMMITTER_DATE="2026-11-21T00:00:00Z")
     titles = [p.title for p in patches]
-    last = upto or len(patches)
     # A changelog names patches of its own series: its numbers count from
     # that series' first patch, and one outside it fails.
     for k, p in enumerate(patches, 1):
-        own = titles[first - 1:last] if first <= k <= last else titles
-        off = first - 1 if first <= k <= last else 0
-        p.body = resolve_cover(p.body, own, None, None, {},
-                               f"changelog of '{p.title}'", off)
+        first, last = next(((f, t) for _, f, t, _ in parts if f <= k <= t),
+                           (1, len(patches)))
+        p.body = resolve_cover(p.body, titles[first - 1:last], None, None,
+                               {}, f"changelog of '{p.title}'", first - 1)
     git(tree, "read-tree", "base", env=env)
     parent = git(tree, "rev-parse", "base")
     # One update-index a patch, of the files whose content it changes:
@@ -395,34 +395,44 @@ def build_series(tree, patches, outdir, first=1, upto=None, cover=None):
         if held.get(rel) != f"{modes[rel]} {sha}":
             die(f"the series does not add up to the overlay: {rel} differs "
                 "(run 'make apply' first?)")
-    # The cover letter is resolved before the old series is removed: a
+    commits = git(tree, "rev-list", "--reverse", "base..series").split()
+    # The cover letters are resolved before the old series are removed: a
     # reference that no longer resolves leaves no half-written series.
-    cover = cover or os.path.join(OVERLAY, "series", "cover-letter.txt")
-    text = None
-    if os.path.exists(cover):
-        commits = git(tree, "rev-list", "--reverse", "base..series").split()
+    texts = []
+    for outdir, first, last, cover in parts:
+        cover = cover or os.path.join(OVERLAY, "series", "cover-letter.txt")
+        text = None
+        if os.path.exists(cover):
+            def added(k, fpath, first=first):
+                return [ln[1:] for ln in git(
+                    tree, "show", "--format=", "-U0", commits[first - 1 + k],
+                    "--", fpath).split("\n")
+                    if ln.startswith("+") and
+                    not re.match(r"\+\+\+ (b/|/dev/null)", ln)]
+            with open(cover) as f:
+                text = f.read()
+            text = resolve_cover(text, titles[first - 1:last], added,
+                                 lambda rel: read_final(tree, rel),
+                                 read_facts(), f"cover letter {cover}")
+        texts.append(text)
+    for (outdir, first, last, _), text in zip(parts, texts):
+        write_part(tree, len(patches), outdir, first, last, text)
 
-        def added(k, fpath):
-            return [ln[1:] for ln in git(
-                tree, "show", "--format=", "-U0", commits[first - 1 + k], "--",
-                fpath).split("\n")
-                if ln.startswith("+") and
-                not re.match(r"\+\+\+ (b/|/dev/null)", ln)]
-        with open(cover) as f:
-            text = f.read()
-        text = resolve_cover(text, titles[first - 1:last], added,
-                             lambda rel: read_final(tree, rel), read_facts())
+
+def write_part(tree, n, outdir, first, last, text):
+    """format-patch patches FIRST..LAST of the N of the branch 'series' into
+    OUTDIR, with the cover letter TEXT (None: format-patch's blurb)."""
     shutil.rmtree(outdir, ignore_errors=True)
     os.makedirs(outdir)
-    start = "base" if first == 1 else f"series~{len(patches) - first + 1}"
+    start = "base" if first == 1 else f"series~{n - first + 1}"
     git(tree, "format-patch", "-q", "--cover-letter", "--subject-prefix",
         "RFC PATCH", "-o", outdir, "--base", "base",
-        f"{start}..series~{len(patches) - last}")
+        f"{start}..series~{n - last}")
     if text is not None:
         fill_cover(outdir, text)
     print(f"series: {last - first + 1} patches in {outdir}"
-          + (f" (patches {first}-{last} of {len(patches)})"
-             if (first, last) != (1, len(patches)) else ""))
+          + (f" (patches {first}-{last} of {n})"
+             if (first, last) != (1, n) else ""))
 
 
 # The cover letter and the changelogs name no patch by number and the cover
@@ -684,6 +694,12 @@ def main():
     ap.add_argument("--upto", metavar="TITLE",
                     help="write only the patches up to the one whose title "
                     "contains TITLE, a series of its own (with --cover)")
+    ap.add_argument("--part", nargs=4, action="append", default=[],
+                    metavar=("OUTDIR", "FROM", "UPTO", "COVER"),
+                    help="write patches FROM..UPTO (titles; '' for the first "
+                    "or the last) into OUTDIR, a series of its own, with the "
+                    "cover letter COVER; repeated, one cut for all (instead "
+                    "of --out, --from, --upto and --cover)")
     ap.add_argument("--from", dest="start", metavar="TITLE",
                     help="write only the patches from the one whose title "
                     "contains TITLE (with --upto, to that one), a series "
@@ -702,15 +718,24 @@ def main():
         if len(found) != 1:
             die(f"{opt} '{title}': {len(found)} patches match")
         return found[0]
-    first = number("--from", args.start) if args.start else 1
-    upto = number("--upto", args.upto) if args.upto else None
-    if upto is not None and upto < first:
-        die(f"--upto '{args.upto}' is patch {upto}, before --from's {first}")
-    if (args.start or args.upto) and args.build:
-        die("--from and --upto write a part of the series; build it with "
-            "--first and --last")
-    build_series(os.path.abspath(args.tree), patches, os.path.abspath(args.out),
-                 first, upto, args.cover and os.path.abspath(args.cover))
+    specs = args.part or [(args.out, args.start or "", args.upto or "",
+                           args.cover or "")]
+    parts = []
+    for outdir, start, upto, cover in specs:
+        first = number("--from", start) if start else 1
+        last = number("--upto", upto) if upto else len(patches)
+        if last < first:
+            die(f"--upto '{upto}' is patch {last}, before --from's {first}")
+        parts.append((os.path.abspath(outdir), first, last,
+                      os.path.abspath(cover) if cover else None))
+    if (args.part or args.start or args.upto) and args.build:
+        die("--part, --from and --upto write a part of the series; build it "
+            "with --first and --last")
+    if args.part:
+        spans = sorted((f, t) for _, f, t, _ in parts)
+        if any(b[0] <= a[1] for a, b in zip(spans, spans[1:])):
+            die("--part: the parts overlap")
+    build_series(os.path.abspath(args.tree), patches, parts)
     if args.build:
         build_each(os.path.abspath(args.tree), os.path.abspath(args.build),
                    patches, args.llvm, args.config, args.skip_last,
