@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * KUnit tests of struct mtjob_backoff (kernel/mtjob_backoff.c), built with
- * the mtjob_run() tests (CONFIG_MTJOB_KUNIT_TEST).
+ * the mtjob_run() tests where a user selects the backoff
+ * (CONFIG_MTJOB_BACKOFF_KUNIT_TEST).
  */
 
 #include <kunit/test.h>

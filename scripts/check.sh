@@ -137,7 +137,8 @@ checkpatch() {
 	# its cover letter's patch numbers and facts resolved against it and
 	# its changelogs naming only its own patches; checkpatch reads their
 	# patches, which together are the series'.
-	make -s -C "$repo" series-parts || return 1
+	make -s -C "$repo" series-parts TREE="$TREE" SERIES_OUT="$SERIES_OUT" \
+		OVERLAY="$OVERLAY" || return 1
 	parts=$(ls "$SERIES_OUT"-scope/*.patch "$SERIES_OUT"-mtjob/*.patch \
 		"$SERIES_OUT"-teardown/*.patch | grep -v /0000-)
 	[ "$(echo "$parts" | wc -l)" = "$(echo "$patches" | wc -l)" ] ||
@@ -160,7 +161,8 @@ checkpatch() {
 		# checkpatch exits 1 when it reports something; more is its
 		# own failure, which must not read as a clean patch.
 		out=$(cat "$cpdir/$n" 2>/dev/null)
-		s=$(cat "$cpdir/$n.rc" 2>/dev/null || echo 99)
+		s=$(cat "$cpdir/$n.rc" 2>/dev/null)
+		case $s in 0|1) ;; *) s=99 ;; esac
 		if [ $s -gt 1 ]; then
 			echo "checkpatch could not check ${p##*/} (exit $s)"
 			rc=1
@@ -177,6 +179,7 @@ checkpatch() {
 	# A file a patch adds has a maintainer entry (not only THE REST's) in
 	# the MAINTAINERS of that patch: what answers its FILE_PATH_CHANGES.
 	commits=$(git -C "$TREE" rev-list --reverse base..series)
+	rm -rf "$cpdir"
 	[ "$(echo "$commits" | wc -l)" = "$(echo "$patches" | wc -l)" ] ||
 		{ echo "the series branch and $SERIES_OUT differ in patches"; return 1; }
 	mfile=$(mktemp)
@@ -189,7 +192,7 @@ checkpatch() {
 				{ echo "${p##*/} adds $f, which its MAINTAINERS does not cover"; rc=1; }
 		done
 	done
-	rm -f "$mfile"; rm -rf "$cpdir"
+	rm -f "$mfile"
 	# get_maintainer.pl on every patch: a maintainer of an entry other than
 	# THE REST; then who the patches below must reach by name.
 	for p in $patches; do

@@ -160,8 +160,10 @@ MM_SELFTESTS = (
 # should not depend on.  cow, the upstream test of COW and pinned pages,
 # is the longest: 216 s of the quick guest's 1390 s in the clean-clone
 # run of stop 55, 306 s beside a kernel build in stop 52.  Stop 56 moved
-# it to 'make check-full' for issue 50's 50 minutes; parallel_teardown
-# keeps a COW child of a zapped and of a freed range in 'make check'.
+# it to 'make check-full' for issue 50's 50 minutes.  In 'make check' the
+# kselftest parallel_teardown's exit_zap keeps a COW child of a zapped
+# range; a COW child beside the parallel free is check-full's
+# (fork-cow-1200m).
 MM_SELFTESTS_FULL_ONLY = ("uffd-unit-tests", "cow")
 # Selftests of a feature some architectures lack: {name: CONFIG symbol}.
 # arm64 has no soft-dirty bits (HAVE_ARCH_SOFT_DIRTY) in 7.3.

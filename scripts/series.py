@@ -108,7 +108,7 @@ def owners(patches, paths):
     return own
 
 
-def assign_added(patches, path, owner, lines, before=None):
+def assign_added(patches, path, owner, lines, before=None, taken=None):
     """Patch index of each line of one run of added LINES of PATH.
 
     A claim takes the lines from one matching its start regex to the end of
@@ -117,12 +117,13 @@ def assign_added(patches, path, owner, lines, before=None):
     block with an end regex that starts after a blank line takes the blank
     line after it too, so that the patches before it keep one blank line
     between the blocks around it, not two.  BEFORE is the line before the
-    run (None at the start of the file).
+    run (None at the start of the file).  TAKEN: the claim-once claims
+    that took their block in the file's earlier runs (updated).
     """
     claims = [(i, start, end, once) for i, p in enumerate(patches)
               for f, start, end, once in p.claims if f == path]
     out, cur, back, until, tail = [], owner, None, None, None
-    taken = set()
+    taken = set() if taken is None else taken
     after_blank, prev = False, before
     for line in lines:
         if tail is not None:
@@ -162,15 +163,15 @@ def interim_of(patches, path, line, k):
     return None
 
 
-def trivial_to_next(added, ks):
+def trivial_to_next(added, ks, owner):
     """KS (the patch of each line of ADDED) with each run of brace or blank
-    lines of a third patch (the file's owner, by default) that sits between
-    lines of two other patches given to the later block: the matcher may
-    anchor the "}" that closes the earlier block on a later "}", and the
-    run between is then that later block's start ("}", "", body), which
-    the owner must not carry alone.  A run at the op's start or end, or of
-    one of its neighbours' patches (a claim's own closing lines), keeps its
-    patch."""
+    lines of OWNER that sits between lines of two other patches given to
+    the later block.  For an op where OWNER adds nothing but such lines:
+    the matcher anchored the "}" that closes the earlier block on a later
+    "}", and the run between is that later block's start ("}", "", body),
+    which the owner must not carry alone.  A run at the op's start or end,
+    or of one of its neighbours' patches (a claim's own closing lines),
+    keeps its patch."""
     ks = list(ks)
     i = 0
     while i < len(added):
@@ -181,7 +182,7 @@ def trivial_to_next(added, ks):
         while j < len(added) and TRIVIAL(added[j]):
             j += 1
         if 0 < i and j < len(added) and ks[i - 1] != ks[j] and \
-                ks[i] not in (ks[i - 1], ks[j]):
+                ks[i] == owner and owner not in (ks[i - 1], ks[j]):
             for t in range(i, j):
                 ks[t] = ks[j]
         i = j
@@ -241,18 +242,14 @@ def stage_contents(patches, tree, path, owner, final, base):
     ops = sm.get_opcodes()
     if "braces-do-not-anchor" in OPTIONS:
         ops = slide_inserts(ops, f)
+    taken = set()   # the claim-once claims that took their block
     for op, i1, i2, j1, j2 in ops:
         if op == "equal":
             pieces.append((b[i1:i2], 0, n - 1))
             continue
         added = f[j1:j2]
         before = f[j1 - 1] if j1 > 0 else None
-        ks = assign_added(patches, path, owner, added, before)
-        if "braces-do-not-anchor" in OPTIONS:
-            ks = trivial_to_next(added, ks)
-        # Removed lines go with the file's owner, or, where the owner adds
-        # nothing of its own in their place (only braces or blanks), with
-        # the first patch that does: the lines that replace them.
+        ks = assign_added(patches, path, owner, added, before, taken)
         # An earlier patch may carry a line in an interim form, which the
         # line's own patch then replaces: (interim patch, its text) or None.
         interim = [interim_of(patches, path, line, k)
@@ -260,8 +257,19 @@ def stage_contents(patches, tree, path, owner, final, base):
         real = [k if im is None else im[0]
                 for line, k, im in zip(added, ks, interim)
                 if not TRIVIAL(line)]
+        # Removed lines go with the file's owner, or, where the owner adds
+        # nothing of its own in their place (only braces or blanks), with
+        # the first patch that does: the lines that replace them.  The
+        # owner's braces and blanks there are the matcher's pairing, not
+        # the owner's: a run of them between two other patches' blocks
+        # opens the later block, the others go with the replacement.
         gone = owner if op == "delete" or not real or owner in real \
             else min(real)
+        if gone != owner:
+            ks = trivial_to_next(added, ks, owner)
+            ks = [gone if k == owner else k for k in ks]
+            interim = [interim_of(patches, path, line, k)
+                       for line, k in zip(added, ks)]
         pieces.append((b[i1:i2], 0, gone - 1))
         for line, k, im in zip(added, ks, interim):
             if im is not None:
@@ -400,6 +408,8 @@ def build_series(tree, patches, parts):
     # reference that no longer resolves leaves no half-written series.
     texts = []
     for outdir, first, last, cover in parts:
+        if cover and not os.path.exists(cover):
+            die(f"cover letter {cover}: no such file")
         cover = cover or os.path.join(OVERLAY, "series", "cover-letter.txt")
         text = None
         if os.path.exists(cover):
@@ -722,6 +732,8 @@ def main():
                            args.cover or "")]
     parts = []
     for outdir, start, upto, cover in specs:
+        if args.part and not cover:
+            die(f"--part {outdir}: a part needs its own cover letter")
         first = number("--from", start) if start else 1
         last = number("--upto", upto) if upto else len(patches)
         if last < first:

@@ -156,12 +156,48 @@ class Stages(unittest.TestCase):
         two others opens the later block; a claim's own closing lines and
         runs at either end keep their patch."""
         lines = ["x\n", "}\n", "\n", "y\n", "z\n", "}\n"]
-        self.assertEqual(series.trivial_to_next(lines, [1, 0, 0, 2, 2, 0]),
-                         [1, 2, 2, 2, 2, 0])
-        self.assertEqual(series.trivial_to_next(lines, [1, 1, 1, 2, 2, 0]),
-                         [1, 1, 1, 2, 2, 0])
-        self.assertEqual(series.trivial_to_next(lines, [1, 0, 0, 1, 1, 0]),
-                         [1, 0, 0, 1, 1, 0])
+        self.assertEqual(
+            series.trivial_to_next(lines, [1, 0, 0, 2, 2, 0], 0),
+            [1, 2, 2, 2, 2, 0])
+        self.assertEqual(
+            series.trivial_to_next(lines, [1, 1, 1, 2, 2, 0], 0),
+            [1, 1, 1, 2, 2, 0])
+        self.assertEqual(
+            series.trivial_to_next(lines, [1, 0, 0, 1, 1, 0], 0),
+            [1, 0, 0, 1, 1, 0])
+
+    def test_owner_closes_its_own_function(self):
+        """The owner opens a function, a claim takes a line inside it, a
+        later patch adds a function after: the owner's "}" stays its own
+        (it adds more than braces there)."""
+        base = b"int g;\n"
+        final = (b"int g;\nvoid f(void)\n{\n\tsetup();\n\treport();\n}\n"
+                 b"\nvoid h(void)\n{\n\th();\n}\n")
+        a, b, c = (series.Patch(t) for t in "abc")
+        b.claims = [("f.c", re.compile(r"^\treport"), re.compile(r"^\treport"),
+                     False)]
+        c.claims = [("f.c", re.compile(r"^void h"), None, False)]
+        st = series.stage_contents([a, b, c], "/nonexistent", "f.c", 0,
+                                   final, base)
+        for k in range(3):
+            text = st[k].decode()
+            self.assertEqual(text.count("{"), text.count("}"), (k, text))
+        self.assertEqual(st[2], final)
+
+    def test_owner_braces_go_with_the_replacement(self):
+        """A statement a later patch rewrites as a block, the owner's only
+        line there its closing brace: the owner's stage keeps the old
+        statement and no stray brace."""
+        base = b"void f(void)\n{\n\tif (a)\n\t\told();\n}\n"
+        final = (b"void f(void)\n{\n\tif (a) {\n\t\tnew();\n"
+                 b"\t\tmore();\n\t}\n}\n")
+        a, b = series.Patch("a"), series.Patch("b")
+        b.claims = [("g.c", re.compile(r"^\tif \(a\) \{$"),
+                     re.compile(r"^\t\tmore"), False)]
+        st = series.stage_contents([a, b], "/nonexistent", "g.c", 0,
+                                   final, base)
+        self.assertEqual(st[0], base)
+        self.assertEqual(st[1], final)
 
     def test_replaced_body_goes_with_its_replacement(self):
         """A function whose body a later patch replaces (b), while the

@@ -1059,8 +1059,8 @@ swap_on_zram || echo "free.sh: no swap on zram"
 # before it (struct mtjob.stop_when_slower, on a slow host) must not leave
 # its teardowns serial (struct mtjob_backoff), so the tests turn the
 # backoff off; the benchmark keeps it, as it measures the policy.  (The
-# kselftest parallel_teardown counts a backoff as a reason wherever it
-# runs.)
+# kselftest parallel_teardown turns it off for each of its tests, and
+# back.)
 [ "$(arg mttest.free)" = bench ] ||
 	{ [ -w /sys/module/mtjob/parameters/backoff_ms ] &&
 		echo 0 > /sys/module/mtjob/parameters/backoff_ms; }

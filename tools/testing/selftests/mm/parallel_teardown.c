@@ -397,8 +397,9 @@ FIXTURE_SETUP(parallel_teardown)
 }
 
 /*
- * In the parent: a test that timed out or crashed still leaves the
- * sysctls as it found them (self is shared with the test's process).
+ * In the parent: a test that crashed still leaves the sysctls as it found
+ * them (self is shared with the test's process).  One that timed out does
+ * not: the harness kills its whole process group, this teardown's too.
  */
 FIXTURE_TEARDOWN_PARENT(parallel_teardown)
 {
