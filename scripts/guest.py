@@ -1155,9 +1155,13 @@ ZAP_CASES = {
     # chunks); sparse_loop_checks() compares the shootdowns.
     "zap-munmap-sparse-off": ("vm.parallel_zap_live=0: nothing counted",
                               _zap_none),
-    "zap-munmap-sparse": ("a sparse range: each munmap() counted serial, "
-                          "none parallel",
-                          lambda pz, pzt, pzs, *_: pz == 0 and pzs >= 10),
+    # Serial by the plan's estimate; one the gate found without an idle
+    # CPU first (8 threads beside it) counts busy instead: CI of stop 56,
+    # 9 serial and 1 busy, beside a niced kernel build on the host.
+    "zap-munmap-sparse": ("a sparse range: each munmap() counted serial "
+                          "(or busy), most by the estimate, none parallel",
+                          lambda pz, pzt, pzs, pzr, pzb, *_: pz == 0 and
+                          pzs + pzb >= 10 and pzs >= 5),
     "zap-munmap-anon": ("live range, anonymous: zapped by two threads or "
                         "more", _zap_parallel),
     "zap-munmap-thp": ("live range, THP: zapped by two threads or more",
