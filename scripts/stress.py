@@ -275,8 +275,11 @@ def oops_kasan(args, check, kbuild):
     check(re.search(r"^\s*ok 1 mtjob_test_oops_in_scope|\[PASSED\] "
                     r"mtjob_test_oops_in_scope", out + log, re.M) is not None,
           "kasan: scope oops: the KUnit case passed")
+    # Generic KASAN on x86_64: the shadow check of the NULL access faults
+    # first ("general protection fault ... KASAN: null-ptr-deref").
     check(re.search(r"(BUG: kernel|Unable to handle kernel) NULL pointer "
-                    r"dereference", log) is not None,
+                    r"dereference|KASAN: null-ptr-deref in range", log)
+          is not None,
           "kasan: scope oops: the oops in the caller's chunk fired")
     parked = re.search(r".*parked: exit_state.*", log)
     check("died with its stack lent to work items: parked" in log,
