@@ -1744,7 +1744,7 @@ static void do_live(const char *kind, size_t bytes, int thp, int dontneed)
 	int fd = -1, ready[2], go[2];
 	pthread_t th[64], uffd_th = 0;
 	pid_t child = 0;
-	long mlocked0 = -1, mlocked1 = -1, mlocked2 = -1;
+	long mlocked0 = -1, mlocked1 = -1, mlocked2 = -1, mlocked3 = -1;
 	char *raw;
 
 	if (!shared && !uffd_kind && strcmp(kind, "anon") &&
@@ -1869,15 +1869,24 @@ static void do_live(const char *kind, size_t bytes, int thp, int dontneed)
 	report_tlb(dontneed ? "live-dontneed" : "live", bytes, thp, us, ipis0);
 	/*
 	 * Mlocked as the call returned, undrained, against before mlock() and
-	 * after it, both drained: the harness wants it back exactly after
-	 * munmap() (every chunk's CPU drained its munlock batch).  After
+	 * after it, both drained; then drained too.  Each chunk's thread
+	 * drains its CPU's munlock batch when it ends, but a thread that moved
+	 * to another CPU during its chunk leaves the one before's batch (as a
+	 * serial munmap() that moved does): up to FOLIO_BATCH_SIZE (31) folios
+	 * a CPU, the slack.  Drained, it must be back exactly.  After
 	 * MADV_DONTNEED_LOCKED the workers have refaulted, and mlocked again,
 	 * pages of their windows inside the range: printed only.
 	 */
-	if (mlocked0 >= 0)
-		printf("FREEMLOCK %s before_kb=%ld locked_kb=%ld after_kb=%ld\n",
+	if (mlocked0 >= 0) {
+		drain_all_cpus();
+		mlocked3 = mlocked_kb();
+		printf("FREEMLOCK %s before_kb=%ld locked_kb=%ld after_kb=%ld "
+		       "drained_kb=%ld slack_kb=%ld\n",
 		       dontneed ? "dontneed" : "munmap", mlocked0, mlocked1,
-		       mlocked2);
+		       mlocked2, mlocked3,
+		       31 * sysconf(_SC_NPROCESSORS_ONLN) *
+		       (long)(thp ? pmd : PAGE) / 1024);
+	}
 	usleep(50000);
 	live_stop = 1;
 	for (i = 0; i < n; i++)
