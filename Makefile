@@ -451,6 +451,8 @@ series-kunit:
 	@$(MAKE) -s series-build FIRST=$(PART_N) LAST=$(PART_N)
 	@echo "series-kunit: KUnit on patch $(PART_N) ($(PART) part), log in $(BUILD)/logs/series-kunit-$(PART).log"
 	@mkdir -p $(BUILD)/logs
+	@# series-build links vmlinux; the guest boots the bzImage around it.
+	@$(MAKE) -s -C $(TREE)-series-tree O=$(SERIES_KBUILD) LLVM=$(LLVM) -j$(JOBS) bzImage
 	@cd $(TREE)-series-tree && python3 tools/testing/kunit/kunit.py exec \
 		--build_dir $(SERIES_KBUILD) --kunitconfig $(OVERLAY)/tests/mtjob.kunitconfig \
 		--qemu_config $(OVERLAY)/tests/qemu_configs/x86_64_numa.py --timeout 1800 \

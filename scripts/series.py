@@ -627,8 +627,8 @@ def build_each(tree, kbuild, patches, llvm, config, skip_last=False,
     """Build every commit of the series in a separate work tree.
 
     Each build starts from CONFIG (the full series' .config) with
-    CONFIG_WERROR=y, through olddefconfig, so that a symbol a later patch adds is not lost because an
-    earlier patch did not know it yet.  With SKIP_LAST the last commit, whose
+    CONFIG_WERROR=y, through olddefconfig, so that a symbol a later patch
+    adds is not lost because an earlier patch did not know it yet.  With SKIP_LAST the last commit, whose
     tree is the overlay (checked by build_series()), is not built again: the
     caller built the overlay with CONFIG.  Patches before FIRST are not
     built (an earlier run built them; the build directory holds the last),
