@@ -23,6 +23,7 @@ Commands:
 """
 
 import argparse
+import fnmatch
 import hashlib
 import json
 import os
@@ -178,8 +179,31 @@ def changed_paths(tree):
     # files without the standard excludes, limited to the overlay roots (the
     # build directory is elsewhere: O=).
     new = git(tree, "ls-files", "--others", "--", *ROOTS).split()
-    new = [p for p in new if not p.endswith((".orig", ".rej", "~"))]
+    new = [p for p in new if not p.endswith((".orig", ".rej", "~"))
+           and not ignored_beside(tree, p)]
     return mod, new
+
+
+def ignored_beside(tree, rel):
+    """True if the .gitignore in REL's own directory ignores it, by git's
+    rules for a name without a slash (the last pattern that matches wins;
+    '!' takes a name back): what a build writes into the source tree (the
+    mm selftests' local_config.*), which Debian's top-level .gitignore
+    would hide from git anyway."""
+    path = os.path.join(tree, os.path.dirname(rel), ".gitignore")
+    if not os.path.dirname(rel) or not os.path.exists(path):
+        return False
+    ignored = False
+    with open(path) as f:
+        for ln in f:
+            pat = ln.strip()
+            if not pat or pat.startswith("#"):
+                continue
+            neg = pat.startswith("!")
+            pat = pat.lstrip("!").lstrip("/")
+            if fnmatch.fnmatch(os.path.basename(rel), pat):
+                ignored = not neg
+    return ignored
 
 
 def edited_in_repo(repo, tree, rel, src):
