@@ -163,6 +163,7 @@
 #include <linux/sched/cputime.h>
 #include <linux/slab.h>
 #include <linux/sizes.h>
+#include <linux/sysfs.h>
 #include <linux/sysctl.h>
 #include <linux/task_io_accounting_ops.h>
 #include <linux/userfaultfd_k.h>
@@ -280,6 +281,8 @@ static struct mtjob_backoff zap_parallel_backoff;
  * @tail_ns: the time of the caller's zap of the VMAs it kept, after the job
  * @test_chunks: test only (CONFIG_PARALLEL_ZAP_REAPER_TEST): chunks started
  * @test_after: test only: chunks started after the reaper
+ * @test_moves: test only: the chunks' threads' migrations to another CPU
+ *	while in a chunk (se.nr_migrations at its end less at its start)
  */
 struct zap_job {
 	struct mm_struct *mm;
@@ -315,6 +318,7 @@ struct zap_job {
 #ifdef CONFIG_PARALLEL_ZAP_REAPER_TEST
 	atomic_t test_chunks;
 	atomic_t test_after;
+	atomic64_t test_moves;
 #endif
 };
 
@@ -364,11 +368,31 @@ static void zap_test_oops(struct zap_job *zj)
 	WRITE_ONCE(*READ_ONCE(test_oops_null), 1);
 }
 
+/*
+ * Test only: the migrations of threads while in a chunk, every job's since
+ * boot (read-only).  A thread that moves leaves what it batched on the CPU
+ * before (an munlock, for one) for that CPU to drain: the free guest's
+ * Mlocked check wants it back exactly when munmap() returns only if none
+ * moved.
+ */
+static atomic64_t test_chunk_moves = ATOMIC64_INIT(0);
+
+static int test_chunk_moves_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%lld\n", atomic64_read(&test_chunk_moves));
+}
+
+static const struct kernel_param_ops test_chunk_moves_ops = {
+	.get = test_chunk_moves_get,
+};
+module_param_cb(test_chunk_moves, &test_chunk_moves_ops, NULL, 0444);
+
 static void zap_test_chunk_start(struct zap_job *zj)
 {
 	unsigned int ms = READ_ONCE(test_wait_reaper_ms);
 	unsigned long timeout;
 
+	atomic64_sub(current->se.nr_migrations, &zj->test_moves);
 	if (READ_ONCE(test_oops_chunk)) {
 		atomic_inc(&zj->test_chunks);
 		zap_test_oops(zj);
@@ -385,8 +409,15 @@ static void zap_test_chunk_start(struct zap_job *zj)
 		atomic_inc(&zj->test_after);
 }
 
+/* After the chunk's last drain of its CPU's batches. */
+static void zap_test_chunk_end(struct zap_job *zj)
+{
+	atomic64_add(current->se.nr_migrations, &zj->test_moves);
+}
+
 static void zap_test_report(struct zap_job *zj)
 {
+	atomic64_add(atomic64_read(&zj->test_moves), &test_chunk_moves);
 	if (atomic_read(&zj->test_after))
 		pr_info("zap_parallel: test: %d chunks started after a reaper started on the mm of pid %d\n",
 			atomic_read(&zj->test_after), task_pid_nr(zj->caller));
@@ -409,6 +440,10 @@ static void zap_test_switch_out(void)
 }
 #else
 static inline void zap_test_chunk_start(struct zap_job *zj)
+{
+}
+
+static inline void zap_test_chunk_end(struct zap_job *zj)
 {
 }
 
@@ -785,6 +820,7 @@ static int zap_parallel_chunk(unsigned long start, unsigned long end,
 	 * that moved to another CPU during its chunk left on the one before.
 	 */
 	lru_add_drain();
+	zap_test_chunk_end(zj);
 	runtime = task_sched_runtime(current) - runtime;
 	if (helper) {
 		atomic64_add(runtime, &zj->helper_ns);

@@ -311,11 +311,13 @@ class SparseLoop(unittest.TestCase):
 
 class MlockDrain(unittest.TestCase):
     """Mlocked back to its value before mlock() after munmap(): exactly
-    once drained, within a munlock batch a CPU undrained."""
+    once drained, and undrained exactly if no chunk's thread moved, else
+    within a munlock batch a move."""
 
-    def line(self, what, before, locked, after, drained, slack=248):
+    def line(self, what, before, locked, after, drained, moves=0, cpus=4):
         return (f"FREEMLOCK {what} before_kb={before} locked_kb={locked} "
-                f"after_kb={after} drained_kb={drained} slack_kb={slack}\n")
+                f"after_kb={after} drained_kb={drained} moves={moves} "
+                f"cpus={cpus} page_kb=4\n")
 
     def failed(self, log):
         return Held.run_checks(self, guest.mlock_drain_checks, log)
@@ -325,19 +327,35 @@ class MlockDrain(unittest.TestCase):
                + self.line("dontneed", 12, 524300, 300, 300))
         self.assertEqual(self.failed(log), 0)
 
-    def test_a_moved_threads_batch_passes_undrained(self):
-        # 8 pages of 4 KiB left in the batch of a CPU a helper moved from.
-        self.assertEqual(self.failed(self.line("munmap", 0, 524288, 32, 0)),
-                         0)
-
-    def test_more_than_the_slack_fails(self):
-        self.assertEqual(self.failed(self.line("munmap", 0, 524288, 252, 0)),
+    def test_left_with_no_move_fails(self):
+        # What helpers that never drain leave (stop 53's old kernel).
+        self.assertEqual(self.failed(self.line("munmap", 0, 524288, 264, 0)),
                          1)
+        self.assertEqual(self.failed(self.line("munmap", 0, 524288, 4, 0)),
+                         1)
+
+    def test_a_moved_threads_batch_passes(self):
+        # 29 pages of 4 KiB left on the CPU a thread moved from.
+        self.assertEqual(
+            self.failed(self.line("munmap", 0, 524288, 116, 0, moves=1)), 0)
+
+    def test_more_than_a_batch_a_move_fails(self):
+        self.assertEqual(
+            self.failed(self.line("munmap", 0, 524288, 124, 0, moves=1)), 1)
+        # Moves beyond the CPUs leave no more than a batch a CPU.
+        self.assertEqual(
+            self.failed(self.line("munmap", 0, 524288, 484, 0, moves=9)), 1)
+
+    def test_without_the_count_a_batch_a_cpu(self):
+        self.assertEqual(
+            self.failed(self.line("munmap", 0, 524288, 480, 0, moves=-1)), 0)
+        self.assertEqual(
+            self.failed(self.line("munmap", 0, 524288, 484, 0, moves=-1)), 1)
 
     def test_left_after_a_drain_fails(self):
         # Still counted once every CPU drained: leaked, not batched.
-        self.assertEqual(self.failed(self.line("munmap", 0, 524288, 32, 4)),
-                         1)
+        self.assertEqual(
+            self.failed(self.line("munmap", 0, 524288, 32, 4, moves=1)), 1)
 
     def test_nothing_locked_or_missing_fails(self):
         self.assertEqual(self.failed(self.line("munmap", 0, 0, 0, 0)), 1)
