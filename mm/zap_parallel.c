@@ -816,8 +816,9 @@ static int zap_parallel_chunk(unsigned long start, unsigned long end,
 	 * batches, with a reference each, until it drains them: a helper's
 	 * CPU may not drain for long.  Drained here (after the flush, which
 	 * removes the rmaps that munlock), Mlocked and the LRU are current
-	 * when the job returns, as after a serial zap, but for what a thread
-	 * that moved to another CPU during its chunk left on the one before.
+	 * when the job returns, but for what a thread that moved to another
+	 * CPU during its chunk left on the one before.  A serial zap leaves
+	 * its own CPU's batches to that CPU's next drain.
 	 */
 	lru_add_drain();
 	zap_test_chunk_end(zj);
