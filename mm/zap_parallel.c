@@ -382,7 +382,14 @@ static int test_chunk_moves_get(char *buf, const struct kernel_param *kp)
 	return sysfs_emit(buf, "%lld\n", atomic64_read(&test_chunk_moves));
 }
 
+/* Read-only, on the command line too (parse_one() calls ->set). */
+static int test_chunk_moves_set(const char *val, const struct kernel_param *kp)
+{
+	return -EPERM;
+}
+
 static const struct kernel_param_ops test_chunk_moves_ops = {
+	.set = test_chunk_moves_set,
 	.get = test_chunk_moves_get,
 };
 module_param_cb(test_chunk_moves, &test_chunk_moves_ops, NULL, 0444);

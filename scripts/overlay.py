@@ -179,8 +179,10 @@ def changed_paths(tree):
     # files without the standard excludes, limited to the overlay roots (the
     # build directory is elsewhere: O=).
     new = git(tree, "ls-files", "--others", "--", *ROOTS).split()
+    # A file the overlay already holds stays, whatever a .gitignore says.
+    known = read_manifest(tree)
     new = [p for p in new if not p.endswith((".orig", ".rej", "~"))
-           and not ignored_beside(tree, p)]
+           and (p in known or not ignored_beside(tree, p))]
     return mod, new
 
 
