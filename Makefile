@@ -56,7 +56,7 @@ KMAKE = $(MAKE) -C $(TREE) O=$(KBUILD) LLVM=$(LLVM)
 
 .PHONY: all setup setup-if-needed base apply sync diff config kernel kernel-norust \
 	setup-arm64 kernel-arm64 check-arm64 configs bench-free-arm64 \
-	boottest-norust kernel-bench run check check-full \
+	boottest-norust kernel-bench run vmtests check check-full \
 	kconfig-modversions kconfig-optin kernel-modversions boottest-modversions \
 	rustfmt rust-analyzer series series-scope series-mtjob series-teardown \
 	series-parts series-kunit series-build bench-hugetlb bench-free bench-engine \
@@ -67,6 +67,7 @@ all: help
 help:
 	@echo "make run     build, boot the 2-node guest with each engine: deferred init, hugetlb, teardown, verdicts"
 	@echo "make check   build, lint (clippy, rustfmt, checkpatch), KUnit, boot tests (CI)"
+	@echo "make vmtests run_vmtests.sh -t parallel_teardown (the series' kselftest) in a virtme-ng guest of the test kernel"
 	@echo "make check-full  check, plus the kernel without Rust, the MODVERSIONS kernel, every free test, every patch built"
 	@echo "make check-arm64  the arm64 guest: KUnit, the oops in a scope, boot, hugetlb and free tests (part of check-full)"
 	@echo "make configs  the configuration matrix: WERROR builds, W=1, sparse, coccicheck (part of check-full)"
@@ -240,6 +241,15 @@ run: kernel-bench
 		$(if $(filter 0,$(PLACEMENT)),--no-placement); \
 	rc=$$?; echo "run: $$(( $$(date +%s) - start )) s after the kernel build"; \
 	exit $$rc
+
+# The series' kselftest category as a reviewer runs it: upstream's
+# run_vmtests.sh -t CATEGORY in a virtme-ng guest of the test kernel (TCG,
+# two nodes); scripts/vmtests.sh.  CATEGORY= and PROGRAMS= (the category's
+# programs) run another category of tools/testing/selftests/mm.
+CATEGORY ?= parallel_teardown
+PROGRAMS ?=
+vmtests: kernel
+	@bash scripts/vmtests.sh $(TREE) $(KBUILD) $(BUILD)/vmtests $(CATEGORY) $(PROGRAMS)
 
 check:
 	@bash scripts/check.sh

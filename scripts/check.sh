@@ -378,6 +378,19 @@ oops_park() {	# oops_park [guest.py options]: x86_64's test kernel by default
 }
 stage oops-park oops_park; count $?
 
+# The series' kselftest as a reviewer runs it (make vmtests,
+# scripts/vmtests.sh): upstream's run_vmtests.sh -t parallel_teardown in a
+# virtme-ng guest of the test kernel (two nodes, 2 vCPUs); a test whose
+# teardown stayed serial is a skip, and a skip fails the stage.
+vmtests() {
+	bash "$repo/scripts/vmtests.sh" "$TREE" "$KBUILD" "$repo/build/vmtests" \
+		> "$logs/vmtests.txt" 2>&1
+	local rc=$?
+	tail -n 3 "$logs/vmtests.txt"
+	return $rc
+}
+stage vmtests vmtests; count $?
+
 # The guest suites in CI's 'make check': hugetlbtest boots the Rust engine on
 # every scenario and padata on the first two (hugetlbtest --quick),
 # freetest runs 16 of its 33 free cases, 44 of its 52 zap cases (exit,

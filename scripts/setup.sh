@@ -18,7 +18,14 @@ LLVM_SUFFIX=-19
 SOURCE_PKG=linux-source-$VERSION
 APT_PKGS=(clang$LLVM_SUFFIX lld$LLVM_SUFFIX llvm$LLVM_SUFFIX libclang$LLVM_SUFFIX-dev
 	qemu-system-x86 bc flex bison libelf-dev libssl-dev cpio make gcc
-	libc6-dev busybox-static python3 python3-ply python3-git git xz-utils)
+	libc6-dev busybox-static python3 python3-ply python3-git git xz-utils
+	udev)
+# udev: not for this machine but for vng's guests (make vmtests, in make
+# check), which boot this machine's root and run its udevd, without which
+# vng's init finds no virtio-serial port for the command's output.
+# virtme-ng from PyPI (vng: boots the built kernel with this machine's root
+# over 9p), at the version make vmtests was written against.
+VIRTME_NG_VERSION=1.42
 # For the benchmarks' plots, check-full's MODVERSIONS kernel (gendwarfksyms
 # needs libdw), check-full's arm64 guests (make check-arm64:
 # qemu-system-aarch64) and the configuration matrix (make configs: sparse
@@ -236,6 +243,22 @@ if [ "$(bindgen --version 2>/dev/null | awk '{print $2}')" != "$BINDGEN_VERSION"
 	fi
 fi
 
+if [ "$(vng --version 2>/dev/null | awk '{print $2}')" != "$VIRTME_NG_VERSION" ]; then
+	if [ $check_only = 1 ]; then
+		missing+=("virtme-ng $VIRTME_NG_VERSION (python3 -m pip install virtme-ng==$VIRTME_NG_VERSION)")
+	else
+		echo "setup: installing virtme-ng $VIRTME_NG_VERSION (vng, for make vmtests)"
+		python3 -m pip install --quiet --disable-pip-version-check \
+			--root-user-action=ignore "virtme-ng==$VIRTME_NG_VERSION" ||
+			{ echo "setup: could not install virtme-ng with python3 -m pip" >&2; exit 1; }
+		# pyenv's python3 (CI's) puts vng on PATH through a shim.
+		if command -v pyenv >/dev/null; then pyenv rehash; fi
+		hash -r
+		command -v vng >/dev/null ||
+			{ echo "setup: virtme-ng installed, but vng is not on PATH" >&2; exit 1; }
+	fi
+fi
+
 if [ ${#missing[@]} -gt 0 ]; then
 	echo "setup: missing:" >&2
 	printf '  - %s\n' "${missing[@]}" >&2
@@ -248,6 +271,7 @@ if [ $check_only = 0 ]; then
 	echo "  $(bindgen --version)"
 	echo "  $(clang$LLVM_SUFFIX --version | head -n1)"
 	echo "  $(qemu-system-x86_64 --version | head -n1)"
+	echo "  $(vng --version)"
 	if [ -n "${KERNEL_SRC:-}" ]; then
 		echo "  kernel source: KERNEL_SRC=$KERNEL_SRC"
 	else
