@@ -5,21 +5,31 @@
 # Builds the category's programs from the applied tree with upstream's
 # selftests Makefile, boots the built kernel with virtme-ng (vng: the
 # host's root over 9p, TCG) on a two-node guest, and runs upstream's
-# run_vmtests.sh -t CATEGORY in it.  Passes when every test of the
-# category ran and passed: a skipped test fails this run (exit 4 from
-# run_vmtests.sh), as would a kernel without the feature.
+# run_vmtests.sh -t CATEGORY in it as root.  Passes when every test of the
+# category ran and passed: a program that skipped a test (its kselftest
+# totals, as a harness program that skips some of its tests still exits
+# 0) or that run_vmtests.sh skipped (exit 4) fails this run, as would a
+# kernel without the feature.
 #
 # Usage: scripts/vmtests.sh TREE KBUILD OUTDIR [CATEGORY [PROGRAM...]]
 #   CATEGORY defaults to parallel_teardown, PROGRAMs to the category's name
 #   (the run_vmtests.sh category and its programs, as that script lists
-#   them).  VMTESTS_CPUS (2) and VMTESTS_MEM (4, GiB: half on each node)
-#   size the guest; VMTESTS_APPEND adds kernel parameters.
+#   them).  Only compiled programs of the selftests Makefile are built
+#   and staged beside run_vmtests.sh, not the scripts some categories run
+#   (hmm's test_hmm.sh, say), and each must print kselftest totals.
+#   VMTESTS_CPUS (2: a CPU a node; more go to node 1; 1 leaves node 1
+#   without CPUs, and parallel_teardown then skips, so fails) and
+#   VMTESTS_MEM (4, GiB: half on each node) size the guest;
+#   VMTESTS_APPEND adds kernel parameters; VMTESTS_TIMEOUT (1800 s) bounds
+#   the guest.
 set -euo pipefail
 
 die() { echo "vmtests: $*" >&2; exit 1; }
 
 [ $# -ge 3 ] || die "usage: $0 TREE KBUILD OUTDIR [CATEGORY [PROGRAM...]]"
-tree=$(realpath "$1") kbuild=$(realpath "$2") out=$3
+tree=$(realpath "$1") || die "no tree $1"
+kbuild=$(realpath "$2") || die "no build directory $2"
+out=$3
 shift 3
 category=${1:-parallel_teardown}
 [ $# -gt 0 ] && shift
@@ -56,8 +66,7 @@ make -s -C "$src" OUTPUT="$out/mm" KHDR_INCLUDES="-isystem $out/hdr/usr/include"
 	"${progs[@]/#/$out/mm/}" || die "building ${progs[*]} failed"
 install -m 755 "$src/run_vmtests.sh" "$out/mm/run_vmtests.sh"
 
-# Two nodes with a CPU each (numa_layout.py's first two), no KUnit at
-# boot; MTTCG as in every other guest here.  The tests start once udev has
+# Two nodes (numa_layout.py's first two), no KUnit at boot; MTTCG as in every other guest here.  The tests start once udev has
 # settled: its boot-time workers on the other CPU would have the policy
 # refuse helpers as busy, which a test reports as a skip.
 half=$((mem * 1024 / 2))
@@ -69,15 +78,20 @@ for ((n = 0; n < cpus; n++)); do
 done
 [ $cpus -ge 2 ] || numa=(--numa "${half}M,cpus=0" --numa "${half}M")
 log=$out/vmtests-$category.log
+cmd=$(printf 'udevadm settle; cd %q && ./run_vmtests.sh -t %q; echo VMTESTS rc=$?' \
+	"$out/mm" "$category")
 start=$(date +%s)
 set +e
-vng --run "$image" --disable-kvm --force-9p --cpus "$cpus" \
+timeout -k 30 "${VMTESTS_TIMEOUT:-1800}" \
+	vng --run "$image" --disable-kvm --force-9p --user root --cpus "$cpus" \
 	--memory "$((half * 2))M" "${numa[@]}" \
 	--qemu-opts="-accel tcg,thread=multi" \
 	--append "kunit.enable=0 ${VMTESTS_APPEND:-}" \
-	--exec "udevadm settle; cd $out/mm && ./run_vmtests.sh -t $category; echo VMTESTS rc=\$?" \
-	2>&1 | tee "$log"
+	--exec "$cmd" 2>&1 | tee "$log"
+vrc=${PIPESTATUS[0]}
 set -e
+[ "$vrc" != 124 ] && [ "$vrc" != 137 ] ||
+	die "the guest did not finish within ${VMTESTS_TIMEOUT:-1800} s: see $log"
 secs=$(( $(date +%s) - start ))
 rc=$(sed -n 's/^VMTESTS rc=\([0-9]*\)\r*$/\1/p' "$log" | tail -n1)
 summary=$(grep -o 'SUMMARY: PASS=[0-9]* SKIP=[0-9]* FAIL=[0-9]*' "$log" |
