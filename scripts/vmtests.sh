@@ -66,9 +66,10 @@ make -s -C "$src" OUTPUT="$out/mm" KHDR_INCLUDES="-isystem $out/hdr/usr/include"
 	"${progs[@]/#/$out/mm/}" || die "building ${progs[*]} failed"
 install -m 755 "$src/run_vmtests.sh" "$out/mm/run_vmtests.sh"
 
-# Two nodes (numa_layout.py's first two), no KUnit at boot; MTTCG as in every other guest here.  The tests start once udev has
-# settled: its boot-time workers on the other CPU would have the policy
-# refuse helpers as busy, which a test reports as a skip.
+# Two nodes (numa_layout.py's first two), no KUnit at boot; MTTCG as in
+# every other guest here.  The tests start once udev has settled: its
+# boot-time workers on the other CPU would have the policy refuse helpers
+# as busy, which a test reports as a skip once its tries are used up.
 half=$((mem * 1024 / 2))
 numa=()
 for ((n = 0; n < cpus; n++)); do
