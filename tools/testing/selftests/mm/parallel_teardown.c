@@ -15,9 +15,9 @@
  * Whether it went parallel depends on the machine: a teardown that stayed
  * serial is tried again with its checks (TRIES in all, on two CPUs or
  * more), and a test whose teardowns all stayed serial checked the serial
- * fallback only and ends as a skip.  A
- * task at nice 19 must be refused.  sysctl_bounds checks that the sysctls
- * take their documented bounds and refuse what is outside.
+ * fallback only and ends as a skip.  A task at nice 19 must be refused.
+ * sysctl_bounds checks that the sysctls take their documented bounds and
+ * refuse what is outside.
  *
  * Needs root, for the sysctls, and restores them (and mtjob.backoff_ms,
  * which it sets to 0); skips on a kernel without them.
@@ -97,7 +97,7 @@ struct counts {
 	long done;	/* teardowns (or rounds) by two threads or more */
 	long threads;	/* their threads */
 	long serial;	/* the others, by any reason */
-	/* By reason: the counters @names, @nr of them */
+	/* By reason: the counters @names, @nr of them. */
 	long reason[MAX_REASONS];
 	const char * const *names;
 	size_t nr;
@@ -117,7 +117,7 @@ static void read_counts(const char *done, const char *threads,
 
 	memset(c, 0, sizeof(*c));
 	c->names = serial;
-	c->nr = nr < MAX_REASONS ? nr : MAX_REASONS;
+	c->nr = nr;	/* at most MAX_REASONS: the static_assert above */
 	f = fopen("/proc/vmstat", "r");
 	if (!f)
 		return;
