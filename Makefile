@@ -60,7 +60,8 @@ KMAKE = $(MAKE) -C $(TREE) O=$(KBUILD) LLVM=$(LLVM)
 	kconfig-modversions kconfig-optin kernel-modversions boottest-modversions \
 	rustfmt rust-analyzer series series-scope series-mtjob series-teardown \
 	series-parts series-kunit series-build bench-hugetlb bench-free bench-engine \
-	bench-deferred bench-slowdown stress clean distclean help
+	bench-deferred bench-slowdown bench-slowdown-arm64 stress clean \
+	distclean help
 
 all: help
 
@@ -82,6 +83,7 @@ help:
 	@echo "make bench-engine   mtjob_run() vs padata_do_multithreaded(), same jobs, one boot"
 	@echo "make bench-deferred deferred init per engine on 5 guest shapes, 15 boots each"
 	@echo "make bench-slowdown parallel / serial time of each path: teardowns on 4 guest shapes (quiet, oversubscribed, busy host, one node), boot-time paths on 3: table and heatmap"
+	@echo "make bench-slowdown-arm64  the oversubscribed (collapse) row of bench-slowdown on arm64"
 	@echo "make stress  sanitizers, random jobs, fault injection, hotplug, 8-node server (hours)"
 	@echo "make series  cut the overlay into the RFC patches (build/series-7.3/)"
 	@echo "make series-parts  the series as three postable series (scope, mtjob, teardown), each with its cover letter"
@@ -406,6 +408,13 @@ SLOWDOWN_SHAPES ?= quiet-2vcpu,busy-4vcpu,host-loaded-2vcpu,one-node-2vcpu,boot-
 bench-slowdown: kernel-bench
 	$(PYTHON_PLOT) scripts/slowdown.py --repeat $(SLOWDOWN_REPEAT) \
 		--shapes $(SLOWDOWN_SHAPES)
+
+# The collapse row on arm64 (the arm64 test kernel; see scripts/slowdown.py).
+# 'scripts/slowdown.py --log-only --shapes $(SLOWDOWN_SHAPES),arm64-busy-4vcpu'
+# then prints both runs as one table and heatmap.
+bench-slowdown-arm64: setup-arm64 kernel-arm64
+	$(PYTHON_PLOT) scripts/slowdown.py --repeat $(SLOWDOWN_REPEAT) \
+		--shapes arm64-busy-4vcpu
 
 # The reliability campaign (scripts/stress.py): sanitizer kernels in their
 # own build directories, randomized jobs, fault injection, CPU hotplug and a

@@ -4,7 +4,9 @@ unittest; make check's "harness" stage).  The lines are shaped as
 tests/guest/free.sh prints them."""
 import os
 import sys
+import tempfile
 import unittest
+from unittest import mock
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
 import slowdown  # noqa: E402
@@ -71,6 +73,18 @@ class Slowdown(unittest.TestCase):
                 slowdown.cells("s", slowdown.parse(log))}
         self.assertAlmostEqual(rows["exit"]["median"], 0.5)
         self.assertAlmostEqual(rows["munmap"]["median"], 0.5)
+
+    def test_missing_kernel_named_per_arch(self):
+        # An arm64 shape needs the arm64 test kernel, not the x86 one.
+        with tempfile.TemporaryDirectory() as d, \
+                mock.patch.object(slowdown, "KBUILD", d), \
+                mock.patch.object(slowdown, "ARM64_KBUILD", d), \
+                mock.patch.object(sys, "argv", [
+                    "slowdown.py", "--shapes", "arm64-busy-4vcpu"]):
+            with self.assertRaises(SystemExit) as e:
+                slowdown.main()
+        self.assertIn("make kernel-arm64", str(e.exception))
+        self.assertIn("arm64-busy-4vcpu", str(e.exception))
 
     def test_p90_nearest_rank(self):
         self.assertEqual(slowdown.p90(list(range(1, 11))), 9)
