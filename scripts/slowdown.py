@@ -9,9 +9,10 @@ guest.py freebench; the boot-time paths (deferred init, hugetlb's 2M and
 1G pages) by bench.py deferred, engines rust and serial boot by boot.
 
 Each teardown shape is one boot of scripts/guest.py freebench on the
-benchmark kernel, its modes alternating run by run (off = serial, by_node =
-the parallel free, zap = the parallel zap); a run's ratio is its time over
-the serial run of the same round.  Each boot shape is REPEAT rounds of two
+benchmark kernel (the arm64 shape: on the arm64 test kernel, $KBUILD_ARM64
+or build/kbuild-7.3-arm64), its modes alternating run by run (off =
+serial, by_node = the parallel free, zap = the parallel zap); a run's ratio
+is its time over the serial run of the same round.  Each boot shape is REPEAT rounds of two
 boots, rust then serial (mtjob.engine=), a round's ratio the first's time
 over the second's.  The policy columns come from the BENCHPOLICY
 lines tests/guest/free.sh prints after each run (/proc/vmstat deltas).
@@ -69,7 +70,8 @@ SHAPES = [
 # and a ratio compares two runs of that kernel), the serial and zap modes
 # only: TCG runs an aarch64 guest several times slower.  Not a default
 # shape: make bench-slowdown-arm64 builds that kernel and runs it.
-ARM64_KBUILD = os.path.join(REPO, "build", "kbuild-7.3-arm64")
+ARM64_KBUILD = os.environ.get("KBUILD_ARM64") or os.path.join(
+    REPO, "build", "kbuild-7.3-arm64")
 ARM64_SHAPES = [
     ("arm64-busy-4vcpu", "arm64, 4 vCPUs on the 2 host cores, the process's "
      "threads on every CPU: the collapse",
@@ -334,7 +336,7 @@ def main():
     for kbuild, image, make, need in (
             (KBUILD, ("x86", "bzImage"), "kernel-bench",
              set(wanted) - arm64),
-            (ARM64_KBUILD, ("arm64", "Image.gz"), "kernel-arm64",
+            (ARM64_KBUILD, ("arm64", "Image"), "kernel-arm64",
              set(wanted) & arm64)):
         if need and not args.log_only and not os.path.exists(
                 os.path.join(kbuild, "arch", image[0], "boot", image[1])):
