@@ -333,13 +333,11 @@ def main():
         sys.exit(f"slowdown: unknown shapes {sorted(unknown)}; "
                  f"known: {known}")
     arm64 = {s[0] for s in ARM64_SHAPES}
-    for kbuild, image, make, need in (
-            (KBUILD, ("x86", "bzImage"), "kernel-bench",
-             set(wanted) - arm64),
-            (ARM64_KBUILD, ("arm64", "Image"), "kernel-arm64",
-             set(wanted) & arm64)):
+    for kbuild, arch, make, need in (
+            (KBUILD, "x86_64", "kernel-bench", set(wanted) - arm64),
+            (ARM64_KBUILD, "arm64", "kernel-arm64", set(wanted) & arm64)):
         if need and not args.log_only and not os.path.exists(
-                os.path.join(kbuild, "arch", image[0], "boot", image[1])):
+                os.path.join(kbuild, guest.ARCHES[arch]["kernel"])):
             sys.exit(f"slowdown: no kernel in {kbuild} for "
                      f"{','.join(sorted(need))}: make {make}")
     os.makedirs(LOGDIR, exist_ok=True)
